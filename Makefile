@@ -1,0 +1,46 @@
+# Two commands do all the set-up on a fresh machine:
+#   make run    create .venv if missing, install, open the editor on the LeNet example
+#   make test   the same set-up, then lint, type check and the whole test suite (Qt offscreen)
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test install lint typecheck pytest proto bench clean
+
+run: $(STAMP)
+	$(PY) tools/check_system.py
+	$(PY) main.py
+
+test: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) tools/check_system.py
+	$(MAKE) --no-print-directory lint typecheck pytest
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) tools/check_python.py
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
+	  echo "error: could not create $(VENV); on Debian/Ubuntu: apt-get install python3-venv"; exit 2; }
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+pytest: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n 2 --dist loadfile
+
+proto: $(STAMP)
+	$(PY) scripts/gen_proto.py
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

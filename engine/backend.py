@@ -1,0 +1,148 @@
+"""numpy or cupy: the only module that imports cupy.
+
+Everything else asks for ``xp`` once (``array_module()`` for new arrays, ``get_array_module(x)``
+for an existing one) and then writes ``xp.*``, so one code path serves the CPU and the GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Any
+
+import numpy
+
+try:  # cupy is an optional extra; its absence (or a broken CUDA install) is a normal state
+    import cupy as _cupy
+
+    _cupy_error: str | None = None
+except Exception as exc:  # noqa: BLE001 - ImportError, CUDA driver errors, ...
+    _cupy = None
+    _cupy_error = f"cupy is not importable ({type(exc).__name__}: {exc}); install the 'gpu' extra"
+
+
+class BackendError(RuntimeError):
+    """The GPU backend was asked for but cannot be used."""
+
+
+_mode = "cpu"
+_device = 0
+
+
+def gpu_unavailable_reason() -> str | None:
+    """None when a CUDA device can be used through cupy, else a sentence saying why not."""
+    if _cupy is None:
+        return _cupy_error
+    try:
+        count = _cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - no driver, no device
+        return f"cupy {_cupy.__version__} found no usable CUDA device ({exc})"
+    if count == 0:
+        return f"cupy {_cupy.__version__} found no CUDA device"
+    return None
+
+
+def gpu_available() -> bool:
+    return gpu_unavailable_reason() is None
+
+
+def set_mode_cpu() -> None:
+    global _mode
+    _mode = "cpu"
+
+
+def set_mode_gpu() -> None:
+    global _mode
+    reason = gpu_unavailable_reason()
+    if reason:
+        raise BackendError(reason)
+    _mode = "gpu"
+    _cupy.cuda.Device(_device).use()
+
+
+def set_device(device_id: int) -> None:
+    global _device
+    _device = int(device_id)
+    if _mode == "gpu":
+        _cupy.cuda.Device(_device).use()
+
+
+def mode() -> str:
+    return _mode
+
+
+def array_module(mode_name: str | None = None) -> ModuleType:
+    """The array module for new arrays: numpy in CPU mode, cupy in GPU mode."""
+    if (mode_name or _mode) == "gpu":
+        if _cupy is None:
+            raise BackendError(_cupy_error or "cupy is missing")
+        return _cupy
+    return numpy
+
+
+def get_array_module(*arrays: Any) -> ModuleType:
+    if _cupy is not None:
+        return _cupy.get_array_module(*arrays)
+    return numpy
+
+
+def is_gpu_array(array: Any) -> bool:
+    return _cupy is not None and isinstance(array, _cupy.ndarray)
+
+
+def to_host(array: Any) -> numpy.ndarray:
+    """A numpy array with the values of ``array`` (a copy only when it lives on the GPU)."""
+    if is_gpu_array(array):
+        return _cupy.asnumpy(array)
+    return numpy.asarray(array)
+
+
+def to_module(array: Any, xp: ModuleType) -> Any:
+    """``array`` moved to the array module ``xp`` (no copy when it is already there)."""
+    if xp is numpy:
+        return to_host(array)
+    return xp.asarray(array)
+
+
+def synchronize() -> None:
+    """Wait for queued GPU work; timing code calls this, nothing else needs to."""
+    if _mode == "gpu" and _cupy is not None:
+        _cupy.cuda.get_current_stream().synchronize()
+
+
+def describe() -> dict[str, Any]:
+    """Facts for `main.py device_query`."""
+    info: dict[str, Any] = {"numpy": numpy.__version__, "cpu_threads": os.cpu_count()}
+    try:
+        from threadpoolctl import threadpool_info  # optional, only for a richer report
+
+        info["blas"] = [
+            f"{p.get('internal_api')} {p.get('version')} ({p.get('num_threads')} threads)"
+            for p in threadpool_info()
+        ]
+    except ImportError:
+        config = numpy.show_config(mode="dicts") if hasattr(numpy, "show_config") else None
+        blas = (config or {}).get("Build Dependencies", {}).get("blas", {})
+        info["blas"] = [f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()]
+    reason = gpu_unavailable_reason()
+    if reason:
+        info["gpu"] = reason
+    else:
+        devices = []
+        for i in range(_cupy.cuda.runtime.getDeviceCount()):
+            props = _cupy.cuda.runtime.getDeviceProperties(i)
+            name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+            devices.append(f"GPU {i}: {name}, {props['totalGlobalMem'] / 2**30:.1f} GiB")
+        info["gpu"] = f"cupy {_cupy.__version__}, CUDA runtime {_cupy.cuda.runtime.runtimeGetVersion()}"
+        info["devices"] = devices
+    return info
+
+
+def scatter_add(target: Any, indices: Any, values: Any) -> None:
+    """``target[indices] += values`` with repeated indices summed (numpy's ``add.at``)."""
+    if is_gpu_array(target):
+        import cupyx
+
+        cupyx.scatter_add(target, indices, values)
+    else:
+        numpy.add.at(target, indices, values)

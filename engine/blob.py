@@ -1,0 +1,189 @@
+"""Blob: an N-d array of data and one of gradients (diff), as Caffe's Blob.
+
+Shapes are tuples of ints; a loss is a 0-axis blob of count 1. ``data`` and ``diff`` are arrays
+of the blob's array module (numpy or cupy). Layers write into them in place (``out=`` or
+``[...] =``) so that shared parameters and in-place layers see one storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from engine import backend
+from proto import caffe_pb2
+
+MAX_BLOB_AXES = 32
+
+
+def as_shape(shape: Any) -> tuple[int, ...]:
+    """Accept a tuple/list of ints, a BlobShape message, or ints given one by one."""
+    if isinstance(shape, caffe_pb2.BlobShape):
+        dims: Iterable[Any] = shape.dim
+    elif isinstance(shape, int | np.integer):
+        dims = (shape,)
+    else:
+        dims = shape
+    out = tuple(int(d) for d in dims)
+    if len(out) > MAX_BLOB_AXES:
+        raise ValueError(f"blob shape {out} has more than {MAX_BLOB_AXES} axes")
+    if any(d < 0 for d in out):
+        raise ValueError(f"blob shape {out} has a negative dimension")
+    return out
+
+
+def shape_string(shape: tuple[int, ...]) -> str:
+    """Caffe's way of printing a shape: '2 3 4 5 (120)'."""
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    return " ".join(str(d) for d in shape) + f" ({count})"
+
+
+class Blob:
+    def __init__(self, shape: Any = (), dtype: Any = np.float32, xp: ModuleType = np) -> None:
+        self.dtype = np.dtype(dtype)
+        self.xp = xp
+        self.shape: tuple[int, ...] = ()
+        self.data: Any = xp.zeros((), self.dtype)
+        self.diff: Any = xp.zeros((), self.dtype)
+        self.reshape(shape)
+
+    # --- shape -------------------------------------------------------------------------------
+    def reshape(self, *shape: Any) -> None:
+        """Give the blob a new shape; values are kept only if the shape is unchanged."""
+        new = as_shape(shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+        if new == self.shape and self.data.shape == new:
+            return
+        self.shape = new
+        self.data = self.xp.zeros(new, self.dtype)
+        self.diff = self.xp.zeros(new, self.dtype)
+
+    def reshape_like(self, other: Blob) -> None:
+        self.reshape(other.shape)
+
+    @property
+    def num_axes(self) -> int:
+        return len(self.shape)
+
+    def count(self, start: int = 0, end: int | None = None) -> int:
+        dims = self.shape[start:end]
+        return int(np.prod(dims, dtype=np.int64)) if dims else 1
+
+    def canonical_axis_index(self, axis: int) -> int:
+        """Map a possibly negative axis to 0..num_axes-1, raising as Caffe CHECKs."""
+        n = self.num_axes
+        if not -n <= axis < max(n, 1):
+            raise ValueError(f"axis {axis} out of range for {n}-D blob with shape {shape_string(self.shape)}")
+        return axis + n if axis < 0 else axis
+
+    def shape_at(self, axis: int) -> int:
+        return self.shape[self.canonical_axis_index(axis)]
+
+    def legacy_shape(self, index: int) -> int:
+        """Caffe's LegacyShape: axes beyond the blob's own count as 1 (only for <= 4 axes)."""
+        if self.num_axes > 4:
+            raise ValueError(f"legacy accessors need a blob of at most 4 axes, got {self.shape}")
+        if index >= self.num_axes or index < -self.num_axes:
+            return 1
+        return self.shape[index]
+
+    num = property(lambda self: self.legacy_shape(0))
+    channels = property(lambda self: self.legacy_shape(1))
+    height = property(lambda self: self.legacy_shape(2))
+    width = property(lambda self: self.legacy_shape(3))
+
+    # --- storage -----------------------------------------------------------------------------
+    def share_data(self, other: Blob) -> None:
+        if self.count() != other.count():
+            raise ValueError(f"cannot share data of {other.shape} with {self.shape}")
+        self.data = other.data.reshape(self.shape)
+
+    def share_diff(self, other: Blob) -> None:
+        if self.count() != other.count():
+            raise ValueError(f"cannot share diff of {other.shape} with {self.shape}")
+        self.diff = other.diff.reshape(self.shape)
+
+    def to(self, xp: ModuleType) -> None:
+        """Move data and diff to another array module (numpy <-> cupy)."""
+        if xp is self.xp:
+            return
+        self.data = backend.to_module(self.data, xp)
+        self.diff = backend.to_module(self.diff, xp)
+        self.xp = xp
+
+    def asum_data(self) -> float:
+        return float(self.xp.abs(self.data).sum())
+
+    def asum_diff(self) -> float:
+        return float(self.xp.abs(self.diff).sum())
+
+    # --- BlobProto ---------------------------------------------------------------------------
+    def shape_equals(self, proto: caffe_pb2.BlobProto) -> bool:
+        if any(proto.HasField(f) for f in ("num", "channels", "height", "width")):
+            return self.num_axes <= 4 and (
+                self.legacy_shape(-4),
+                self.legacy_shape(-3),
+                self.legacy_shape(-2),
+                self.legacy_shape(-1),
+            ) == (proto.num, proto.channels, proto.height, proto.width)
+        return self.shape == tuple(proto.shape.dim)
+
+    def from_proto(self, proto: caffe_pb2.BlobProto, reshape: bool = True) -> None:
+        shape = proto_shape(proto)
+        if reshape:
+            self.reshape(shape)
+        elif not self.shape_equals(proto):
+            raise ValueError(
+                f"shape mismatch: blob is {shape_string(self.shape)}, proto is {shape_string(shape)}"
+            )
+        for field in ("double_data", "data"):
+            values = getattr(proto, field)
+            if len(values):
+                if len(values) != self.count():
+                    raise ValueError(f"BlobProto has {len(values)} values for shape {self.shape}")
+                self.data[...] = self.xp.asarray(np.asarray(values, self.dtype).reshape(self.shape))
+                break
+        for field in ("double_diff", "diff"):
+            values = getattr(proto, field)
+            if len(values):
+                self.diff[...] = self.xp.asarray(np.asarray(values, self.dtype).reshape(self.shape))
+                break
+
+    def to_proto(self, write_diff: bool = False) -> caffe_pb2.BlobProto:
+        proto = caffe_pb2.BlobProto()
+        proto.shape.dim.extend(self.shape)
+        double = self.dtype == np.float64
+        data = backend.to_host(self.data).ravel()
+        (proto.double_data if double else proto.data).extend(data.tolist())
+        if write_diff:
+            diff = backend.to_host(self.diff).ravel()
+            (proto.double_diff if double else proto.diff).extend(diff.tolist())
+        return proto
+
+    def __repr__(self) -> str:
+        return f"Blob({shape_string(self.shape)}, {self.dtype})"
+
+
+def proto_shape(proto: caffe_pb2.BlobProto) -> tuple[int, ...]:
+    """The shape a BlobProto describes, from `shape` or from the legacy 4-D fields."""
+    if any(proto.HasField(f) for f in ("num", "channels", "height", "width")):
+        return (proto.num, proto.channels, proto.height, proto.width)
+    return as_shape(proto.shape)
+
+
+def proto_to_array(proto: caffe_pb2.BlobProto, dtype: Any = np.float32) -> np.ndarray:
+    """A numpy array with a BlobProto's data (the pycaffe ``blobproto_to_array``)."""
+    values = proto.double_data if len(proto.double_data) else proto.data
+    return np.asarray(values, dtype).reshape(proto_shape(proto))
+
+
+def array_to_proto(array: Any, diff: Any = None) -> caffe_pb2.BlobProto:
+    proto = caffe_pb2.BlobProto()
+    host = backend.to_host(array)
+    proto.shape.dim.extend(host.shape)
+    proto.data.extend(host.astype(np.float32).ravel().tolist())
+    if diff is not None:
+        proto.diff.extend(backend.to_host(diff).astype(np.float32).ravel().tolist())
+    return proto

@@ -1,0 +1,1 @@
+"""The headless subcommands of main.py that need only the engine (no Qt)."""

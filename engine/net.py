@@ -1,0 +1,492 @@
+"""Net: a DAG of layers built from a NetParameter exactly as Caffe builds it.
+
+Building is: filter by phase/level/stages -> InsertSplits -> for each layer in order, wire its
+bottoms and tops (in place when top i names bottom i), set it up (shape inference), note its loss
+weights, decide whether it needs backward, and collect its parameters (shared by ParamSpec name).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from engine import backend
+from engine.blob import Blob, shape_string
+from engine.errors import EngineError, NetError
+from engine.insert_splits import insert_splits
+from engine.layers import Layer, create_layer
+from engine.netstate import filter_net, make_state
+from proto import caffe_pb2
+
+log = logging.getLogger("engine.net")
+
+
+class Net:
+    def __init__(
+        self,
+        param: caffe_pb2.NetParameter,
+        phase: int | None = None,
+        level: int | None = None,
+        stages: Iterable[str] | None = None,
+        dtype: Any = np.float32,
+        xp: ModuleType | None = None,
+    ) -> None:
+        param_copy = caffe_pb2.NetParameter()
+        param_copy.CopyFrom(param)
+        if phase is not None:
+            param_copy.state.phase = phase
+        if level is not None:
+            param_copy.state.level = level
+        if stages is not None:
+            del param_copy.state.stage[:]
+            param_copy.state.stage.extend(stages)
+        self.xp = xp if xp is not None else backend.array_module()
+        self.dtype = np.dtype(dtype)
+        self.debug_info = param_copy.debug_info
+        self.logger: Callable[[str], None] = log.info
+        self._init(param_copy)
+
+    # --- building ----------------------------------------------------------------------------
+    def _init(self, in_param: caffe_pb2.NetParameter) -> None:
+        self.phase = in_param.state.phase
+        self.name = in_param.name
+        param = insert_splits(filter_net(in_param, make_state(self.phase, in_param.state.level, in_param.state.stage)))
+        self.net_param = param
+        self.layers: list[Layer] = []
+        self.layer_names: list[str] = []
+        self.blob_list: list[Blob] = []
+        self.blob_names: list[str] = []
+        self.blob_need_backward: list[bool] = []
+        self.blob_loss_weights: list[float] = []
+        self.bottom_vecs: list[list[Blob]] = []
+        self.bottom_id_vecs: list[list[int]] = []
+        self.bottom_need_backward: list[list[bool]] = []
+        self.top_vecs: list[list[Blob]] = []
+        self.top_id_vecs: list[list[int]] = []
+        self.layer_need_backward: list[bool] = []
+        self.input_blob_indices: list[int] = []
+        self.params: list[Blob] = []
+        self.param_owners: list[int] = []
+        self.param_display_names: list[str] = []
+        self.param_layer_indices: list[tuple[int, int]] = []
+        self.param_id_vecs: list[list[int]] = []
+        self.learnable_params: list[Blob] = []
+        self.learnable_param_ids: list[int] = []
+        self.params_lr: list[float] = []
+        self.params_weight_decay: list[float] = []
+        self._has_params_lr: list[bool] = []
+        self._has_params_decay: list[bool] = []
+        self._param_names_index: dict[str, int] = {}
+        blob_index: dict[str, int] = {}
+        available: set[str] = set()
+
+        for layer_id, source in enumerate(param.layer):
+            layer_param = caffe_pb2.LayerParameter()
+            layer_param.CopyFrom(source)
+            if not layer_param.HasField("phase"):
+                layer_param.phase = self.phase
+            if layer_param.propagate_down and len(layer_param.propagate_down) != len(layer_param.bottom):
+                raise NetError(
+                    f"layer '{layer_param.name}': propagate_down must be given 0 or {len(layer_param.bottom)} "
+                    f"times (once per bottom), got {len(layer_param.propagate_down)}"
+                )
+            layer = create_layer(layer_param, xp=self.xp, dtype=self.dtype)
+            self.layers.append(layer)
+            self.layer_names.append(layer_param.name)
+            self.bottom_vecs.append([])
+            self.bottom_id_vecs.append([])
+            self.bottom_need_backward.append([])
+            self.top_vecs.append([])
+            self.top_id_vecs.append([])
+            self.param_id_vecs.append([])
+            need_backward = False
+            for bottom_id, blob_name in enumerate(layer_param.bottom):
+                if blob_name not in available:
+                    raise NetError(
+                        f"Unknown bottom blob '{blob_name}' (layer '{layer_param.name}', bottom index {bottom_id})"
+                    )
+                blob_id = blob_index[blob_name]
+                self.bottom_vecs[-1].append(self.blob_list[blob_id])
+                self.bottom_id_vecs[-1].append(blob_id)
+                available.discard(blob_name)
+                wants = self.blob_need_backward[blob_id]
+                if layer_param.propagate_down:
+                    wants = layer_param.propagate_down[bottom_id]
+                self.bottom_need_backward[-1].append(wants)
+                need_backward |= self.blob_need_backward[blob_id]
+            for top_id in range(len(layer_param.top)):
+                self._append_top(layer_param, layer_id, top_id, available, blob_index)
+                if layer_param.type == "Input":
+                    self.input_blob_indices.append(len(self.blob_list) - 1)
+            if layer.auto_top_blobs:
+                needed = max(layer.min_top, layer.exact_num_top)
+                for top_id in range(len(layer_param.top), needed):
+                    self._append_top(layer_param, layer_id, top_id, None, None)
+            try:
+                layer.setup(self.bottom_vecs[layer_id], self.top_vecs[layer_id])
+            except EngineError:
+                raise
+            except Exception as exc:  # a layer's own check: name the layer and the shapes it saw
+                shapes = ", ".join(shape_string(b.shape) for b in self.bottom_vecs[layer_id]) or "none"
+                raise NetError(
+                    f"layer '{layer_param.name}' ({layer_param.type}) cannot be set up with bottom shapes "
+                    f"[{shapes}]: {exc}"
+                ) from exc
+            for top_id, blob_id in enumerate(self.top_id_vecs[layer_id]):
+                self.blob_loss_weights[blob_id] = layer.loss(top_id)
+            specs = list(layer.param.param)
+            for param_id in range(len(layer.blobs)):
+                spec = specs[param_id] if param_id < len(specs) else caffe_pb2.ParamSpec()
+                learns = spec.lr_mult != 0
+                need_backward |= learns
+                layer.param_propagate_down[param_id] = learns
+            if len(specs) > len(layer.blobs):
+                raise NetError(f"Too many params specified for layer '{layer_param.name}'")
+            for param_id in range(len(layer.blobs)):
+                self._append_param(layer_id, param_id)
+            self.layer_need_backward.append(need_backward)
+            if need_backward:
+                for blob_id in self.top_id_vecs[layer_id]:
+                    self.blob_need_backward[blob_id] = True
+
+        self._prune_backward()
+        if param.force_backward:
+            self._force_backward()
+        self.output_blob_indices = [blob_index[name] for name in self.blob_names if name in available]
+        self._share_weights()
+        for blob_id, name in enumerate(self.blob_names):
+            blob_index.setdefault(name, blob_id)
+        self._blob_index = blob_index
+
+    def _append_top(
+        self,
+        layer_param: caffe_pb2.LayerParameter,
+        layer_id: int,
+        top_id: int,
+        available: set[str] | None,
+        blob_index: dict[str, int] | None,
+    ) -> None:
+        name = layer_param.top[top_id] if top_id < len(layer_param.top) else "(automatic)"
+        in_place = (
+            blob_index is not None and top_id < len(layer_param.bottom) and name == layer_param.bottom[top_id]
+        )
+        if in_place:
+            assert blob_index is not None
+            blob_id = blob_index[name]
+        elif blob_index is not None and name in blob_index:
+            raise NetError(f"Top blob '{name}' produced by multiple sources (layer '{layer_param.name}')")
+        else:
+            blob_id = len(self.blob_list)
+            self.blob_list.append(Blob((), self.dtype, self.xp))
+            self.blob_names.append(name)
+            self.blob_need_backward.append(False)
+            self.blob_loss_weights.append(0.0)
+            if blob_index is not None:
+                blob_index[name] = blob_id
+        self.top_vecs[layer_id].append(self.blob_list[blob_id])
+        self.top_id_vecs[layer_id].append(blob_id)
+        if available is not None:
+            available.add(name)
+
+    def _append_param(self, layer_id: int, param_id: int) -> None:
+        layer = self.layers[layer_id]
+        specs = layer.param.param
+        spec = specs[param_id] if param_id < len(specs) else caffe_pb2.ParamSpec()
+        name = spec.name
+        self.param_display_names.append(name or str(param_id))
+        net_param_id = len(self.params)
+        self.params.append(layer.blobs[param_id])
+        self.param_id_vecs[layer_id].append(net_param_id)
+        self.param_layer_indices.append((layer_id, param_id))
+        if not name or name not in self._param_names_index:
+            self.param_owners.append(-1)
+            if name:
+                self._param_names_index[name] = net_param_id
+            self.learnable_param_ids.append(len(self.learnable_params))
+            self.learnable_params.append(layer.blobs[param_id])
+            self._has_params_lr.append(spec.HasField("lr_mult"))
+            self._has_params_decay.append(spec.HasField("decay_mult"))
+            self.params_lr.append(spec.lr_mult)
+            self.params_weight_decay.append(spec.decay_mult)
+            return
+        owner_id = self._param_names_index[name]
+        self.param_owners.append(owner_id)
+        owner_layer, owner_param = self.param_layer_indices[owner_id]
+        mine, theirs = layer.blobs[param_id], self.layers[owner_layer].blobs[owner_param]
+        owner_name = self.layer_names[owner_layer]
+        if spec.share_mode == caffe_pb2.ParamSpec.PERMISSIVE:
+            if mine.count() != theirs.count():
+                raise NetError(
+                    f"Cannot share param '{name}' owned by layer '{owner_name}' with layer '{layer.name}'; "
+                    f"count mismatch. Owner layer param shape is {shape_string(theirs.shape)}; "
+                    f"sharing layer shape is {shape_string(mine.shape)}"
+                )
+        elif mine.shape != theirs.shape:
+            raise NetError(
+                f"Cannot share param '{name}' owned by layer '{owner_name}' with layer '{layer.name}'; "
+                f"shape mismatch. Owner layer param shape is {shape_string(theirs.shape)}; "
+                f"sharing layer expects shape {shape_string(mine.shape)}"
+            )
+        learnable_id = self.learnable_param_ids[owner_id]
+        self.learnable_param_ids.append(learnable_id)
+        for has, values, field, what in (
+            (self._has_params_lr, self.params_lr, "lr_mult", "lr_mult"),
+            (self._has_params_decay, self.params_weight_decay, "decay_mult", "decay_mult"),
+        ):
+            if not spec.HasField(field):
+                continue
+            if has[learnable_id]:
+                if getattr(spec, field) != values[learnable_id]:
+                    raise NetError(f"Shared param '{name}' has mismatched {what}.")
+            else:
+                has[learnable_id] = True
+                values[learnable_id] = getattr(spec, field)
+
+    def _prune_backward(self) -> None:
+        """Walk backwards: skip layers whose tops reach no loss, or whose bottoms all skip backprop."""
+        under_loss: set[str] = set()
+        skip_backprop: set[str] = set()
+        for layer_id in range(len(self.layers) - 1, -1, -1):
+            layer = self.layers[layer_id]
+            contributes = False
+            skip_down = True
+            for top_id, blob_id in enumerate(self.top_id_vecs[layer_id]):
+                name = self.blob_names[blob_id]
+                if layer.loss(top_id) or name in under_loss:
+                    contributes = True
+                if name not in skip_backprop:
+                    skip_down = False
+                if contributes and not skip_down:
+                    break
+            if self.layer_need_backward[layer_id] and skip_down:
+                self.layer_need_backward[layer_id] = False
+                self.bottom_need_backward[layer_id] = [False] * len(self.bottom_vecs[layer_id])
+            if not contributes:
+                self.layer_need_backward[layer_id] = False
+            for bottom_id, blob_id in enumerate(self.bottom_id_vecs[layer_id]):
+                name = self.blob_names[blob_id]
+                if contributes:
+                    under_loss.add(name)
+                else:
+                    self.bottom_need_backward[layer_id][bottom_id] = False
+                if not self.bottom_need_backward[layer_id][bottom_id]:
+                    skip_backprop.add(name)
+
+    def _force_backward(self) -> None:
+        for layer_id, layer in enumerate(self.layers):
+            self.layer_need_backward[layer_id] = True
+            for bottom_id, blob_id in enumerate(self.bottom_id_vecs[layer_id]):
+                wants = self.bottom_need_backward[layer_id][bottom_id] or layer.allow_force_backward(bottom_id)
+                self.bottom_need_backward[layer_id][bottom_id] = wants
+                self.blob_need_backward[blob_id] = self.blob_need_backward[blob_id] or wants
+            layer.param_propagate_down = [True] * len(layer.blobs)
+
+    def _share_weights(self) -> None:
+        for param_id, owner in enumerate(self.param_owners):
+            if owner >= 0:
+                self.params[param_id].share_data(self.params[owner])
+                self.params[param_id].share_diff(self.params[owner])
+
+    # --- running -----------------------------------------------------------------------------
+    def forward_from_to(self, start: int = 0, end: int | None = None) -> float:
+        end = len(self.layers) - 1 if end is None else end
+        losses = []
+        for i in range(start, end + 1):
+            layer, bottom, top = self.layers[i], self.bottom_vecs[i], self.top_vecs[i]
+            layer.reshape(bottom, top)
+            layer.forward(bottom, top)
+            for top_id, blob in enumerate(top):
+                weight = layer.loss(top_id)
+                if weight:  # the diff of a loss top holds its weight (see Layer.set_loss_weights)
+                    losses.append((blob.data * blob.diff).sum())
+            if self.debug_info:
+                self._forward_debug_info(i)
+        return float(sum(losses)) if losses else 0.0  # one device sync, at the end
+
+    def forward(self) -> tuple[list[Blob], float]:
+        loss = self.forward_from_to()
+        return self.output_blobs, loss
+
+    def backward_from_to(self, start: int | None = None, end: int = 0) -> None:
+        start = len(self.layers) - 1 if start is None else start
+        for i in range(start, end - 1, -1):
+            if self.layer_need_backward[i]:
+                self.layers[i].backward(self.top_vecs[i], self.bottom_need_backward[i], self.bottom_vecs[i])
+                if self.debug_info:
+                    self._backward_debug_info(i)
+
+    def backward(self) -> None:
+        self.backward_from_to()
+        if self.debug_info:
+            params = self.learnable_params
+            l1_data = sum(b.asum_data() for b in params)
+            l1_diff = sum(b.asum_diff() for b in params)
+            l2_data = sum(float((b.data * b.data).sum()) for b in params) ** 0.5
+            l2_diff = sum(float((b.diff * b.diff).sum()) for b in params) ** 0.5
+            self.logger(
+                f"    [Backward] All net params (data, diff): L1 norm = ({l1_data:g}, {l1_diff:g}); "
+                f"L2 norm = ({l2_data:g}, {l2_diff:g})"
+            )
+
+    def forward_backward(self) -> float:
+        loss = self.forward_from_to()
+        self.backward()
+        return loss
+
+    def reshape(self) -> None:
+        for layer, bottom, top in zip(self.layers, self.bottom_vecs, self.top_vecs):
+            layer.reshape(bottom, top)
+
+    def update(self) -> None:
+        for blob in self.learnable_params:
+            blob.data -= blob.diff
+
+    def clear_param_diffs(self) -> None:
+        for blob in self.learnable_params:
+            blob.diff[...] = 0
+
+    # --- accessors ---------------------------------------------------------------------------
+    @property
+    def input_blobs(self) -> list[Blob]:
+        return [self.blob_list[i] for i in self.input_blob_indices]
+
+    @property
+    def output_blobs(self) -> list[Blob]:
+        return [self.blob_list[i] for i in self.output_blob_indices]
+
+    @property
+    def input_blob_names(self) -> list[str]:
+        return [self.blob_names[i] for i in self.input_blob_indices]
+
+    @property
+    def output_blob_names(self) -> list[str]:
+        return [self.blob_names[i] for i in self.output_blob_indices]
+
+    def has_blob(self, name: str) -> bool:
+        return name in self._blob_index
+
+    def blob_by_name(self, name: str) -> Blob:
+        try:
+            return self.blob_list[self._blob_index[name]]
+        except KeyError:
+            raise NetError(f"Unknown blob name '{name}'") from None
+
+    def has_layer(self, name: str) -> bool:
+        return name in self.layer_names
+
+    def layer_by_name(self, name: str) -> Layer:
+        try:
+            return self.layers[self.layer_names.index(name)]
+        except ValueError:
+            raise NetError(f"Unknown layer name '{name}'") from None
+
+    def named_blobs(self) -> OrderedDict[str, Blob]:
+        return OrderedDict((name, self.blob_list[i]) for i, name in enumerate(self.blob_names))
+
+    # --- weights -----------------------------------------------------------------------------
+    def copy_trained_layers_from(self, param: caffe_pb2.NetParameter) -> None:
+        """Copy blobs layer by layer, matched by name; layers absent here are ignored."""
+        from proto.upgrade import upgrade_net_as_needed  # noqa: PLC0415 - proto.upgrade imports heavy tables
+
+        param = upgrade_net_as_needed(param)
+        for source in param.layer:
+            if source.name not in self.layer_names:
+                log.info("Ignoring source layer %s", source.name)
+                continue
+            target = self.layers[self.layer_names.index(source.name)].blobs
+            if len(target) != len(source.blobs):
+                raise NetError(f"Incompatible number of blobs for layer {source.name}")
+            for j, (blob, proto) in enumerate(zip(target, source.blobs)):
+                if not blob.shape_equals(proto):
+                    from engine.blob import proto_shape
+
+                    raise NetError(
+                        f"Cannot copy param {j} weights from layer '{source.name}'; shape mismatch. "
+                        f"Source param shape is {shape_string(proto_shape(proto))}; "
+                        f"target param shape is {shape_string(blob.shape)}. To learn this layer's parameters "
+                        "from scratch rather than copying from a saved net, rename the layer."
+                    )
+                blob.from_proto(proto, reshape=False)
+
+    def to_proto(self, write_diff: bool = False) -> caffe_pb2.NetParameter:
+        """The net as Caffe serialises it: its name and every layer as built (splits included)."""
+        out = caffe_pb2.NetParameter(name=self.name)
+        for layer in self.layers:
+            layer_param = out.layer.add()
+            layer_param.CopyFrom(layer.param)
+            del layer_param.blobs[:]
+            for blob in layer.blobs:
+                layer_param.blobs.append(blob.to_proto(write_diff))
+        return out
+
+    def share_trained_layers_with(self, other: Net) -> None:
+        for name, layer in zip(other.layer_names, other.layers):
+            if name not in self.layer_names:
+                continue
+            target = self.layers[self.layer_names.index(name)].blobs
+            if len(target) != len(layer.blobs):
+                raise NetError(f"Incompatible number of blobs for layer {name}")
+            for mine, theirs in zip(target, layer.blobs):
+                if mine.shape != theirs.shape:
+                    raise NetError(f"Cannot share param weights from layer '{name}'; shape mismatch")
+                mine.share_data(theirs)
+
+    def to(self, xp: ModuleType) -> None:
+        """Move every blob and parameter to another array module (numpy <-> cupy)."""
+        if xp is self.xp:
+            return
+        moved: set[int] = set()
+        for blob in self.blob_list:
+            if id(blob) not in moved:
+                blob.to(xp)
+                moved.add(id(blob))
+        for layer in self.layers:
+            layer.to(xp)
+        self.xp = xp
+        self._share_weights()
+        self.reshape()
+
+    # --- debug_info --------------------------------------------------------------------------
+    def _forward_debug_info(self, layer_id: int) -> None:
+        name = self.layer_names[layer_id]
+        for blob, blob_id in zip(self.top_vecs[layer_id], self.top_id_vecs[layer_id]):
+            mean = blob.asum_data() / max(blob.count(), 1)
+            self.logger(f"    [Forward] Layer {name}, top blob {self.blob_names[blob_id]} data: {mean:g}")
+        for blob, net_param_id in zip(self.layers[layer_id].blobs, self.param_id_vecs[layer_id]):
+            mean = blob.asum_data() / max(blob.count(), 1)
+            self.logger(
+                f"    [Forward] Layer {name}, param blob {self.param_display_names[net_param_id]} data: {mean:g}"
+            )
+
+    def _backward_debug_info(self, layer_id: int) -> None:
+        name = self.layer_names[layer_id]
+        for bottom_id, (blob, blob_id) in enumerate(zip(self.bottom_vecs[layer_id], self.bottom_id_vecs[layer_id])):
+            if self.bottom_need_backward[layer_id][bottom_id]:
+                mean = blob.asum_diff() / max(blob.count(), 1)
+                self.logger(f"    [Backward] Layer {name}, bottom blob {self.blob_names[blob_id]} diff: {mean:g}")
+        layer = self.layers[layer_id]
+        for param_id, blob in enumerate(layer.blobs):
+            if layer.param_propagate_down[param_id]:
+                mean = blob.asum_diff() / max(blob.count(), 1)
+                self.logger(f"    [Backward] Layer {name}, param blob {param_id} diff: {mean:g}")
+
+    def update_debug_info(self, param_id: int) -> None:
+        blob = self.params[param_id]
+        owner = self.param_owners[param_id]
+        layer_name = self.layer_names[self.param_layer_indices[param_id][0]]
+        display = self.param_display_names[param_id]
+        diff = blob.asum_diff() / max(blob.count(), 1)
+        if owner < 0:
+            data = blob.asum_data() / max(blob.count(), 1)
+            self.logger(f"    [Update] Layer {layer_name}, param {display} data: {data:g}; diff: {diff:g}")
+        else:
+            owner_layer = self.layer_names[self.param_layer_indices[owner][0]]
+            self.logger(
+                f"    [Update] Layer {layer_name}, param blob {display} (owned by layer {owner_layer}, "
+                f"param {self.param_display_names[owner]}) diff: {diff:g}"
+            )

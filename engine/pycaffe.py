@@ -1,0 +1,447 @@
+"""pycaffe's Net, Blob and Layer, so scripts written for pycaffe run with ``import engine as caffe``.
+
+The wrappers hold an engine Net and present it as pycaffe does: ``net.blobs`` and ``net.params``
+as ordered dicts of blobs whose ``.data`` / ``.diff`` are writable numpy arrays, ``forward`` and
+``backward`` taking and returning dicts of arrays, and the underscore methods pycaffe.py builds on.
+
+On the GPU backend the numpy arrays handed out are host mirrors, kept in step as Caffe's
+SyncedMemory keeps them: every mirror a script has touched is copied to the device before the
+engine runs and refreshed in place afterwards, so a reference kept across calls stays valid.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from engine import backend
+from engine import net as core
+from engine.blob import Blob as CoreBlob
+from engine.errors import EngineError
+from engine.layers import Layer as CoreLayer
+from proto import caffe_pb2
+
+TRAIN = caffe_pb2.TRAIN
+TEST = caffe_pb2.TEST
+
+
+class _Mirrors:
+    """Host copies of device blobs handed to Python code (empty on the CPU backend)."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[tuple[int, str], tuple[CoreBlob, np.ndarray]] = {}
+
+    def host(self, blob: CoreBlob, field: str) -> np.ndarray:
+        device = getattr(blob, field)
+        if not backend.is_gpu_array(device):
+            return device
+        key = (id(blob), field)
+        entry = self._arrays.get(key)
+        if entry is None or entry[1].shape != device.shape:
+            entry = (blob, backend.to_host(device).copy())
+            self._arrays[key] = entry
+        return entry[1]
+
+    def push(self) -> None:
+        """Copy what scripts may have written into the device arrays."""
+        for (_, field), (blob, host) in self._arrays.items():
+            device = getattr(blob, field)
+            if device.shape == host.shape:
+                device.set(host) if hasattr(device, "set") else device.__setitem__(Ellipsis, host)
+
+    def pull(self) -> None:
+        """Refresh every handed-out host array in place from the device."""
+        for (_, field), (blob, host) in list(self._arrays.items()):
+            device = getattr(blob, field)
+            if device.shape == host.shape:
+                host[...] = backend.to_host(device)
+            else:
+                del self._arrays[(id(blob), field)]
+
+
+class Blob:
+    """pycaffe's Blob: shape, count and the legacy 4-D accessors; data and diff as numpy arrays."""
+
+    def __init__(self, blob: CoreBlob, mirrors: _Mirrors) -> None:
+        self._blob = blob
+        self._mirrors = mirrors
+
+    @property
+    def data(self) -> np.ndarray:
+        return self._mirrors.host(self._blob, "data")
+
+    @property
+    def diff(self) -> np.ndarray:
+        return self._mirrors.host(self._blob, "diff")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._blob.shape
+
+    @property
+    def count(self) -> int:
+        return self._blob.count()
+
+    num = property(lambda self: self._blob.num)
+    channels = property(lambda self: self._blob.channels)
+    height = property(lambda self: self._blob.height)
+    width = property(lambda self: self._blob.width)
+
+    def reshape(self, *shape: int) -> None:
+        self._blob.reshape(tuple(int(s) for s in shape))
+
+    def __repr__(self) -> str:
+        return f"<Blob {self.shape}>"
+
+
+class Layer:
+    """A layer as pycaffe shows it: its type, phase and parameter blobs."""
+
+    def __init__(self, layer: CoreLayer, mirrors: _Mirrors) -> None:
+        self._layer = layer
+        self._mirrors = mirrors
+
+    @property
+    def type(self) -> str:
+        return self._layer.type
+
+    @property
+    def phase(self) -> int:
+        return self._layer.phase
+
+    @property
+    def blobs(self) -> list[Blob]:
+        return [Blob(b, self._mirrors) for b in self._layer.blobs]
+
+    def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
+        self._layer.reshape([b._blob for b in bottom], [t._blob for t in top])
+
+    def setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        self._layer.setup([b._blob for b in bottom], [t._blob for t in top])
+
+
+def _read_net_param(path: str) -> caffe_pb2.NetParameter:
+    from proto import textio
+
+    return textio.read_net(path)
+
+
+def _read_weights(path: str) -> caffe_pb2.NetParameter:
+    from proto import binaryio
+
+    return binaryio.read_net_binary(path)
+
+
+class Net:
+    """pycaffe's Net: ``Net(model, phase, level=0, stages=None, weights=None)`` or ``Net(model, weights, phase)``."""
+
+    def __init__(self, network_file: Any, *args: Any, level: int = 0, stages: Sequence[str] | None = None,
+                 weights: str | None = None, phase: int | None = None, _core: core.Net | None = None) -> None:
+        if _core is None:
+            if len(args) == 2:  # the deprecated Net(model, weights, phase)
+                weights, phase = args
+            elif len(args) == 1:
+                phase = args[0]
+            elif args:
+                raise TypeError("Net(network_file, phase, level=0, stages=None, weights=None)")
+            if phase not in (TRAIN, TEST):
+                raise TypeError("Net needs a phase: engine.TRAIN or engine.TEST")
+            param = network_file if isinstance(network_file, caffe_pb2.NetParameter) else _read_net_param(
+                str(network_file)
+            )
+            _core = core.Net(param, phase=phase, level=level, stages=list(stages or []))
+        self._net = _core
+        self._mirrors = _Mirrors()
+        self._callbacks: dict[str, list[Callable[[int], None]]] = {
+            "before_forward": [], "after_forward": [], "before_backward": [], "after_backward": []
+        }
+        if weights:
+            self.copy_from(weights)
+
+    # --- the C++-bound surface ---------------------------------------------------------------
+    @property
+    def _blobs(self) -> list[Blob]:
+        return [Blob(b, self._mirrors) for b in self._net.blob_list]
+
+    @property
+    def layers(self) -> list[Layer]:
+        return [Layer(layer, self._mirrors) for layer in self._net.layers]
+
+    @property
+    def _blob_names(self) -> list[str]:
+        return list(self._net.blob_names)
+
+    @property
+    def _layer_names(self) -> list[str]:
+        return list(self._net.layer_names)
+
+    @property
+    def _inputs(self) -> list[int]:
+        return list(self._net.input_blob_indices)
+
+    @property
+    def _outputs(self) -> list[int]:
+        return list(self._net.output_blob_indices)
+
+    @property
+    def _blob_loss_weights(self) -> list[float]:
+        return list(self._net.blob_loss_weights)
+
+    def _bottom_ids(self, layer_index: int) -> list[int]:
+        return list(self._net.bottom_id_vecs[layer_index])
+
+    def _top_ids(self, layer_index: int) -> list[int]:
+        return list(self._net.top_id_vecs[layer_index])
+
+    def _run(self, action: Callable[[], Any]) -> Any:
+        self._mirrors.push()
+        try:
+            return action()
+        finally:
+            self._mirrors.pull()
+
+    def _forward(self, start: int, end: int) -> float:
+        def run() -> float:
+            loss = 0.0
+            for i in range(start, end + 1):
+                for callback in self._callbacks["before_forward"]:
+                    callback(i)
+                loss += self._net.forward_from_to(i, i)
+                for callback in self._callbacks["after_forward"]:
+                    callback(i)
+            return loss
+
+        if not any(self._callbacks[k] for k in ("before_forward", "after_forward")):
+            return self._run(lambda: self._net.forward_from_to(start, end))
+        return self._run(run)
+
+    def _backward(self, start: int, end: int) -> None:
+        def run() -> None:
+            for i in range(start, end - 1, -1):
+                for callback in self._callbacks["before_backward"]:
+                    callback(i)
+                self._net.backward_from_to(i, i)
+                for callback in self._callbacks["after_backward"]:
+                    callback(i)
+
+        if not any(self._callbacks[k] for k in ("before_backward", "after_backward")):
+            self._run(lambda: self._net.backward_from_to(start, end))
+        else:
+            self._run(run)
+
+    def before_forward(self, callback: Callable[[int], None]) -> None:
+        self._callbacks["before_forward"].append(callback)
+
+    def after_forward(self, callback: Callable[[int], None]) -> None:
+        self._callbacks["after_forward"].append(callback)
+
+    def before_backward(self, callback: Callable[[int], None]) -> None:
+        self._callbacks["before_backward"].append(callback)
+
+    def after_backward(self, callback: Callable[[int], None]) -> None:
+        self._callbacks["after_backward"].append(callback)
+
+    def reshape(self) -> None:
+        self._run(self._net.reshape)
+
+    def clear_param_diffs(self) -> None:
+        self._run(self._net.clear_param_diffs)
+
+    def copy_from(self, filename: str) -> None:
+        if str(filename).endswith((".h5", ".hdf5")):
+            self.load_hdf5(filename)
+            return
+        self._run(lambda: self._net.copy_trained_layers_from(_read_weights(str(filename))))
+
+    def share_with(self, other: Net) -> None:
+        self._run(lambda: self._net.share_trained_layers_with(other._net))
+
+    def save(self, filename: str) -> None:
+        from proto import binaryio
+
+        self._mirrors.push()
+        binaryio.write_net_binary(str(filename), self._net.to_proto(write_diff=False))
+
+    def save_hdf5(self, filename: str) -> None:
+        """Caffe's HDF5 weights: datasets data/LAYER/I (and diff/LAYER/I)."""
+        import h5py
+
+        self._mirrors.push()
+        with h5py.File(filename, "w") as f:
+            for name, layer in zip(self._net.layer_names, self._net.layers):
+                for i, blob in enumerate(layer.blobs):
+                    f.create_dataset(f"data/{name}/{i}", data=backend.to_host(blob.data))
+                    f.create_dataset(f"diff/{name}/{i}", data=backend.to_host(blob.diff))
+
+    def load_hdf5(self, filename: str) -> None:
+        import h5py
+
+        def load() -> None:
+            with h5py.File(filename, "r") as f:
+                data = f["data"]
+                for name in data:
+                    if not self._net.has_layer(name):
+                        continue
+                    blobs = self._net.layer_by_name(name).blobs
+                    group = data[name]
+                    if len(group) != len(blobs):
+                        raise EngineError(f"Incompatible number of blobs for layer {name} in {filename}")
+                    for i, blob in enumerate(blobs):
+                        values = np.asarray(group[str(i)])
+                        if values.size != blob.count():
+                            raise EngineError(f"{filename}: blob {name}/{i} has {values.shape}, net has {blob.shape}")
+                        blob.data[...] = blob.xp.asarray(values.reshape(blob.shape))
+
+        self._run(load)
+
+    def _set_input_arrays(self, data: np.ndarray, labels: np.ndarray) -> None:
+        layer = self._net.layers[0] if self._net.layers else None
+        if layer is None or layer.type != "MemoryData":
+            raise EngineError("set_input_arrays may only be called if the first layer is a MemoryDataLayer")
+        layer.reset(data, labels)  # type: ignore[attr-defined]
+
+    # --- the pure-Python surface (pycaffe.py) ------------------------------------------------
+    @property
+    def blobs(self) -> OrderedDict[str, Blob]:
+        return OrderedDict(zip(self._blob_names, self._blobs))
+
+    @property
+    def blob_loss_weights(self) -> OrderedDict[str, float]:
+        return OrderedDict(zip(self._blob_names, self._blob_loss_weights))
+
+    @property
+    def layer_dict(self) -> OrderedDict[str, Layer]:
+        return OrderedDict(zip(self._layer_names, self.layers))
+
+    @property
+    def params(self) -> OrderedDict[str, list[Blob]]:
+        return OrderedDict(
+            (name, [Blob(b, self._mirrors) for b in layer.blobs])
+            for name, layer in zip(self._net.layer_names, self._net.layers)
+            if layer.blobs
+        )
+
+    @property
+    def inputs(self) -> list[str]:
+        return [self._blob_names[i] for i in self._inputs]
+
+    @property
+    def outputs(self) -> list[str]:
+        return [self._blob_names[i] for i in self._outputs]
+
+    @property
+    def top_names(self) -> OrderedDict[str, list[str]]:
+        return OrderedDict(
+            (name, [self._blob_names[i] for i in self._top_ids(k)]) for k, name in enumerate(self._layer_names)
+        )
+
+    @property
+    def bottom_names(self) -> OrderedDict[str, list[str]]:
+        return OrderedDict(
+            (name, [self._blob_names[i] for i in self._bottom_ids(k)]) for k, name in enumerate(self._layer_names)
+        )
+
+    def forward(self, blobs: Iterable[str] | None = None, start: str | None = None, end: str | None = None,
+                **kwargs: np.ndarray) -> dict[str, np.ndarray]:
+        """Run forward from layer ``start`` to ``end``; inputs as keyword arrays; returns the outputs."""
+        extra = list(blobs or [])
+        start_ind = self._layer_names.index(start) if start is not None else 0
+        if end is not None:
+            end_ind = self._layer_names.index(end)
+            outputs = set([end, *extra])
+        else:
+            end_ind = len(self._net.layers) - 1
+            outputs = set(self.outputs + extra)
+        if kwargs:
+            if set(kwargs) != set(self.inputs):
+                raise Exception("Input blob arguments do not match net inputs.")
+            for name, array in kwargs.items():
+                if array.shape[0] != self.blobs[name].shape[0]:
+                    raise Exception("Input is not batch sized")
+                self.blobs[name].data[...] = array
+        self._forward(start_ind, end_ind)
+        return {name: self.blobs[name].data for name in outputs}
+
+    def backward(self, diffs: Iterable[str] | None = None, start: str | None = None, end: str | None = None,
+                 **kwargs: np.ndarray) -> dict[str, np.ndarray]:
+        """Run backward from layer ``start`` down to ``end``; top diffs as keyword arrays; returns diffs."""
+        extra = list(diffs or [])
+        start_ind = self._layer_names.index(start) if start is not None else len(self._net.layers) - 1
+        if end is not None:
+            end_ind = self._layer_names.index(end)
+            outputs = set([end, *extra])
+        else:
+            end_ind = 0
+            outputs = set(self.inputs + extra)
+        if kwargs:
+            if set(kwargs) != set(self.outputs):
+                raise Exception("Top diff arguments do not match net outputs.")
+            for name, array in kwargs.items():
+                if array.shape[0] != self.blobs[name].shape[0]:
+                    raise Exception("Diff is not batch sized")
+                self.blobs[name].diff[...] = array
+        self._backward(start_ind, end_ind)
+        return {name: self.blobs[name].diff for name in outputs}
+
+    def forward_all(self, blobs: Iterable[str] | None = None, **kwargs: np.ndarray) -> dict[str, np.ndarray]:
+        """Forward any number of inputs in batches; returns the outputs of all of them."""
+        all_outs: dict[str, list[np.ndarray]] = {out: [] for out in set(self.outputs + list(blobs or []))}
+        for batch in self._batch(kwargs):
+            outs = self.forward(blobs=blobs, **batch)
+            for out, out_blob in outs.items():
+                all_outs[out].extend(out_blob.copy())
+        return self._unpad(all_outs, kwargs)
+
+    def forward_backward_all(self, blobs: Iterable[str] | None = None, diffs: Iterable[str] | None = None,
+                             **kwargs: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Forward and backward any number of inputs/top diffs in batches."""
+        all_outs: dict[str, list[np.ndarray]] = {out: [] for out in set(self.outputs + list(blobs or []))}
+        all_diffs: dict[str, list[np.ndarray]] = {d: [] for d in set(self.inputs + list(diffs or []))}
+        forward_batches = self._batch({k: v for k, v in kwargs.items() if k in self.inputs})
+        backward_batches = self._batch({k: v for k, v in kwargs.items() if k in self.outputs})
+        for fb, bb in zip(forward_batches, backward_batches):
+            batch_blobs = self.forward(blobs=blobs, **fb)
+            batch_diffs = self.backward(diffs=diffs, **bb)
+            for out, out_blobs in batch_blobs.items():
+                all_outs[out].extend(out_blobs.copy())
+            for d, d_blobs in batch_diffs.items():
+                all_diffs[d].extend(d_blobs.copy())
+        return self._unpad(all_outs, kwargs), self._unpad(all_diffs, kwargs)
+
+    def _unpad(self, collected: dict[str, list[np.ndarray]], kwargs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = {name: np.asarray(values) for name, values in collected.items()}
+        if kwargs:
+            total = len(next(iter(kwargs.values())))
+            out = {name: values[:total] for name, values in out.items()}
+        return out
+
+    def set_input_arrays(self, data: np.ndarray, labels: np.ndarray) -> None:
+        if labels.ndim == 1:
+            labels = np.ascontiguousarray(labels[:, np.newaxis, np.newaxis, np.newaxis])
+        self._set_input_arrays(data, labels)
+
+    def _batch(self, blobs: dict[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
+        """Split arrays into net-sized batches, padding the last one with zeros."""
+        if not blobs:
+            yield {}
+            return
+        num = len(next(iter(blobs.values())))
+        batch_size = next(iter(self.blobs.values())).shape[0]
+        remainder = num % batch_size
+        for b in range(num // batch_size):
+            i = b * batch_size
+            yield {name: blobs[name][i : i + batch_size] for name in blobs}
+        if remainder > 0:
+            padded = {}
+            for name in blobs:
+                pad_shape = (batch_size - remainder, *blobs[name].shape[1:])
+                padded[name] = np.concatenate([blobs[name][-remainder:], np.zeros(pad_shape)])
+            yield padded
+
+    @property
+    def core(self) -> core.Net:
+        """The engine Net underneath (not part of pycaffe)."""
+        return self._net

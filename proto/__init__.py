@@ -1,0 +1,1 @@
+"""Caffe protobuf schema (caffe.proto) and its generated Python module."""
