@@ -140,9 +140,4 @@ def describe() -> dict[str, Any]:
 
 def scatter_add(target: Any, indices: Any, values: Any) -> None:
     """``target[indices] += values`` with repeated indices summed (numpy's ``add.at``)."""
-    if is_gpu_array(target):
-        import cupyx
-
-        cupyx.scatter_add(target, indices, values)
-    else:
-        numpy.add.at(target, indices, values)
+    get_array_module(target).add.at(target, indices, values)

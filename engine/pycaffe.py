@@ -132,7 +132,7 @@ def _read_net_param(path: str) -> caffe_pb2.NetParameter:
 def _read_weights(path: str) -> caffe_pb2.NetParameter:
     from proto import binaryio
 
-    return binaryio.read_net_binary(path)
+    return binaryio.read_caffemodel(path)
 
 
 class Net:
@@ -263,7 +263,7 @@ class Net:
         from proto import binaryio
 
         self._mirrors.push()
-        binaryio.write_net_binary(str(filename), self._net.to_proto(write_diff=False))
+        binaryio.write_caffemodel(str(filename), self._net.to_proto(write_diff=False))
 
     def save_hdf5(self, filename: str) -> None:
         """Caffe's HDF5 weights: datasets data/LAYER/I (and diff/LAYER/I)."""

@@ -1,0 +1,60 @@
+"""`main.py train --solver S [--weights W | --snapshot X] [--gpu]`, logging as `caffe train` does."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from engine import backend
+from engine.cli import glog
+from engine.errors import EngineError
+from engine.solvers import Solver, create_solver
+from proto import caffe_pb2
+
+
+def resolve(path: str, beside: str) -> str:
+    """Caffe resolves against the working directory; fall back to the folder of the file naming it."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    candidate = os.path.join(os.path.dirname(os.path.abspath(beside)), path)
+    return candidate if os.path.exists(candidate) else path
+
+
+def read_solver(path: str) -> caffe_pb2.SolverParameter:
+    from proto import textio
+
+    param = textio.read_solver(path)
+    for field in ("net", "train_net"):
+        if param.HasField(field):
+            setattr(param, field, resolve(getattr(param, field), path))
+    param.test_net[:] = [resolve(p, path) for p in param.test_net]
+    if not param.snapshot_prefix:  # Caffe master: default to the solver file's name
+        param.snapshot_prefix = os.path.splitext(path)[0]
+    return param
+
+
+def copy_weights(solver: Solver, paths: str) -> None:
+    """`--weights a,b`: copy each file's layers into the train net and every test net."""
+    from proto import binaryio
+
+    for path in paths.split(","):
+        weights = binaryio.read_caffemodel(path)
+        for net in [solver.net, *solver.test_nets]:
+            net.copy_trained_layers_from(weights)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.gpu:
+        backend.set_mode_gpu()
+    param = read_solver(args.solver)
+    say = glog.printer("solver.cpp:0")
+    say(f"Using {'GPU' if args.gpu else 'CPU'}")
+    try:
+        solver = create_solver(param, log_fn=say)
+    except EngineError:
+        raise
+    if args.weights:
+        copy_weights(solver, args.weights)
+    say("Starting Optimization")
+    solver.solve(args.snapshot)
+    return 0

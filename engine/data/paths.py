@@ -1,0 +1,46 @@
+"""Where the files a net names are looked for.
+
+Caffe opens a relative ``source`` (and ``mean_file``) against the working directory. When that
+path does not exist, the data root is tried: ``DATA_ROOT`` (set by the app) or else the folder in
+the ``BARISTA_DATA_ROOT`` environment variable. Under it the whole relative path is tried first,
+then its last component alone, so Caffe's own ``examples/mnist/mnist_train_lmdb`` finds
+``<root>/mnist_train_lmdb``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+ENV_VAR = "BARISTA_DATA_ROOT"
+DATA_ROOT: Path | None = None
+
+
+def data_root() -> Path | None:
+    """The folder tried for relative paths that do not exist, if any."""
+    if DATA_ROOT is not None:
+        return Path(DATA_ROOT)
+    value = os.environ.get(ENV_VAR)
+    return Path(value) if value else None
+
+
+def resolve(path: str | os.PathLike[str], also: Iterable[Path] = ()) -> Path:
+    """The file or folder ``path`` names; when nothing exists, the path as given (for the error)."""
+    given = Path(os.path.expanduser(os.fspath(path)))
+    if given.is_absolute() or given.exists():
+        return given
+    candidates = [folder / given for folder in also]
+    root = data_root()
+    if root is not None:
+        candidates += [root / given, root / given.name]
+    return next((c for c in candidates if c.exists()), given)
+
+
+def user_data_dir() -> Path:
+    """The per-user folder for data the app writes: ``$XDG_DATA_HOME/barista`` or its default."""
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~/AppData/Local")
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(base) / "barista"

@@ -1,0 +1,87 @@
+"""InnerProduct (fully connected): y = x W^T + b over the axes from ``axis`` on, flattened.
+
+Shapes: (d_0, ..., d_{axis-1}, d_axis, ...) -> (d_0, ..., d_{axis-1}, num_output); with M = count up to
+axis and K = count from axis, x is read as (M, K). Weight (num_output, K), or (K, num_output) when
+``transpose`` is set; bias (num_output,).
+Gradients: dW += dy^T x (x^T dy when transposed), db += sum_m dy, dx = dy W (dy W^T when transposed).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine.blob import Blob, shape_string
+from engine.fillers import get_filler
+from engine.layers.base import Layer
+from engine.layers.registry import register_layer
+
+
+@register_layer("InnerProduct")
+class InnerProductLayer(Layer):
+    exact_num_bottom = 1
+    exact_num_top = 1
+
+    def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        p = self.param.inner_product_param
+        self.num_output, self.bias_term, self.transpose = p.num_output, p.bias_term, p.transpose
+        if self.num_output <= 0:
+            raise self.error("num_output must be positive")
+        try:
+            self.axis = bottom[0].canonical_axis_index(p.axis)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+        k = bottom[0].count(self.axis)
+        weight = (k, self.num_output) if self.transpose else (self.num_output, k)
+        shapes = [weight] + [(self.num_output,)] * self.bias_term
+        if self.blobs:
+            if len(self.blobs) != len(shapes):
+                raise self.error(
+                    f"incorrect number of weight blobs: expected {len(shapes)}, got {len(self.blobs)}"
+                )
+            for what, blob, shape in zip(("weight", "bias"), self.blobs, shapes):
+                if blob.count() != math.prod(shape):  # by count: old caffemodels store 4-D legacy shapes
+                    raise self.error(
+                        f"incorrect {what} shape: expected {shape_string(shape)}, "
+                        f"got {shape_string(blob.shape)}"
+                    )
+        else:
+            for shape, filler in zip(shapes, (p.weight_filler, p.bias_filler)):
+                self.blobs.append(self.new_blob(shape))
+                get_filler(filler).fill(self.blobs[-1])
+
+    def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
+        try:
+            axis = bottom[0].canonical_axis_index(self.param.inner_product_param.axis)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+        k = self.blobs[0].count() // self.num_output
+        if bottom[0].count(axis) != k:
+            raise self.error(
+                f"input size incompatible with inner product parameters: {k} inputs expected "
+                f"from axis {axis} of {shape_string(bottom[0].shape)}"
+            )
+        self.axis, self.m, self.k = axis, bottom[0].count(0, axis), k
+        top[0].reshape((*bottom[0].shape[:axis], self.num_output))
+
+    def weight(self, diff: bool = False) -> Any:
+        """The weight as (num_output, K), a view (transposed when stored as (K, num_output))."""
+        blob = self.blobs[0]
+        w = blob.diff if diff else blob.data
+        return w.reshape(self.k, self.num_output).T if self.transpose else w.reshape(self.num_output, self.k)
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        y = top[0].data.reshape(self.m, self.num_output)
+        self.xp.matmul(bottom[0].data.reshape(self.m, self.k), self.weight().T, out=y)
+        if self.bias_term:
+            y += self.blobs[1].data.reshape(1, -1)
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        dy = top[0].diff.reshape(self.m, self.num_output)
+        x = bottom[0].data.reshape(self.m, self.k)
+        if self.param_propagate_down[0]:
+            self.weight(diff=True)[...] += dy.T @ x
+        if self.bias_term and self.param_propagate_down[1]:
+            self.blobs[1].diff += dy.sum(axis=0).reshape(self.blobs[1].shape)
+        if propagate_down[0]:
+            self.xp.matmul(dy, self.weight(), out=bottom[0].diff.reshape(self.m, self.k))

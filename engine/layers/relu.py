@@ -1,0 +1,83 @@
+"""ReLU and its piecewise relatives ELU and Clip: one bottom, one top of the same shape."""
+
+from __future__ import annotations
+
+from engine.blob import Blob
+from engine.layers._neuron import InputKeepingNeuronLayer, step
+from engine.layers.base import NeuronLayer
+from engine.layers.registry import register_layer
+
+
+@register_layer("ReLU")
+class ReLULayer(NeuronLayer):
+    """y = max(x, 0) + negative_slope * min(x, 0), any shape, in place allowed.
+
+    dE/dx = dE/dy where x > 0, negative_slope * dE/dy elsewhere (Caffe takes the slope at x = 0).
+    In place, the sign of y stands for the sign of x (true for negative_slope >= 0, as in Caffe).
+    """
+
+    def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        self.negative_slope = self.param.relu_param.negative_slope
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        xp, x = self.xp, bottom[0].data
+        if self.negative_slope == 0:
+            xp.maximum(x, 0, out=top[0].data)
+        else:
+            negative = xp.minimum(x, 0)
+            negative *= self.negative_slope
+            xp.add(xp.maximum(x, 0), negative, out=top[0].data)
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        if propagate_down[0]:
+            x = bottom[0].data
+            slope = x > 0 if self.negative_slope == 0 else step(x > 0, self.negative_slope, self.dtype)
+            self.xp.multiply(top[0].diff, slope, out=bottom[0].diff)
+
+
+@register_layer("ELU")
+class ELULayer(NeuronLayer):
+    """y = x for x > 0, alpha * (exp(x) - 1) otherwise; any shape, in place allowed.
+
+    dE/dx = dE/dy for x > 0, dE/dy * (y + alpha) otherwise (the derivative read off the top).
+    """
+
+    def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        self.alpha = self.param.elu_param.alpha
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        xp, x = self.xp, bottom[0].data
+        negative = xp.expm1(xp.minimum(x, 0))
+        negative *= self.alpha
+        xp.add(xp.maximum(x, 0), negative, out=top[0].data)
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        if propagate_down[0]:
+            x = bottom[0].data
+            slope = step(x > 0, top[0].data + self.alpha, self.dtype)
+            self.xp.multiply(top[0].diff, slope, out=bottom[0].diff)
+
+
+@register_layer("Clip")
+class ClipLayer(InputKeepingNeuronLayer):
+    """y = max(min, min(x, max)); any shape, in place allowed.
+
+    dE/dx = dE/dy where min <= x <= max (both ends included, as Caffe), 0 elsewhere.
+    """
+
+    def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        p = self.param.clip_param
+        if not (self.param.HasField("clip_param") and p.HasField("min") and p.HasField("max")):
+            raise self.error("clip_param needs both min and max")
+        self.low, self.high = p.min, p.max
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        self.keep_input(bottom, top)
+        xp = self.xp
+        xp.maximum(xp.minimum(bottom[0].data, self.high), self.low, out=top[0].data)
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        if propagate_down[0]:
+            x = self.input_data(bottom, top)
+            inside = (x >= self.low) & (x <= self.high)
+            self.xp.multiply(top[0].diff, inside, out=bottom[0].diff)

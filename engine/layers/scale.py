@@ -1,0 +1,95 @@
+"""Scale: multiplies by a blob broadcast over the leading and trailing axes, optionally adds a bias."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from engine.blob import Blob
+from engine.fillers import get_filler
+from engine.layers.base import Layer
+from engine.layers.bias import BiasLayer, broadcast_dims, learned_shape
+from engine.layers.registry import register_layer
+from proto import caffe_pb2
+
+
+@register_layer("Scale")
+class ScaleLayer(Layer):
+    """y = x * s (+ b), s broadcast: x is (outer, D, inner) with s of count D on the middle axes.
+
+    s is bottom[1], or blobs[0] learned (shape from axis/num_axes, default filler constant 1).
+    With bias_term, a Bias layer adds b (the last of blobs, default filler constant 0), as Caffe.
+    dE/dx = dE/dy * s; dE/ds = sum over outer and inner of dE/dy * x; dE/db = sum of dE/dy.
+    In place allowed: the input is kept for dE/ds.
+    """
+
+    min_bottom = 1
+    max_bottom = 2
+    exact_num_top = 1
+    bias_layer: BiasLayer | None = None  # the bias_term's helper layer, sharing the last blob
+
+    def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        p = self.param.scale_param
+        if len(bottom) == 1 and not self.blobs:
+            blob = self.new_blob(learned_shape(self, bottom[0], p.axis, p.num_axes, "scale"))
+            filler = p.filler if p.HasField("filler") else caffe_pb2.FillerParameter(type="constant", value=1)
+            get_filler(filler).fill(blob)
+            self.blobs = [blob]
+        self.bias_layer = None
+        if p.bias_term:
+            self.bias_layer = BiasLayer(self._bias_param(bottom), xp=self.xp, dtype=self.dtype)
+            self.bias_layer.setup([bottom[0]], top)
+            if len(self.blobs) + len(bottom) < 3:  # no bias among the loaded blobs: take the new one
+                self.blobs.append(self.bias_layer.blobs[0])
+            else:
+                self.bias_layer.blobs[0] = self.blobs[-1]
+        self._kept_input: Any = None
+
+    def to(self, xp: ModuleType) -> None:
+        super().to(xp)
+        if self.bias_layer is not None:
+            self.bias_layer.to(xp)
+
+    def _bias_param(self, bottom: list[Blob]) -> caffe_pb2.LayerParameter:
+        p = self.param.scale_param
+        param = caffe_pb2.LayerParameter(name=self.name, type="Bias", phase=self.phase)
+        param.bias_param.axis = p.axis
+        param.bias_param.num_axes = bottom[1].num_axes if len(bottom) > 1 else p.num_axes
+        param.bias_param.filler.CopyFrom(p.bias_filler)
+        return param
+
+    def _scale(self, bottom: list[Blob]) -> Blob:
+        return bottom[1] if len(bottom) > 1 else self.blobs[0]
+
+    def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
+        scale = self._scale(bottom)
+        self.dims = broadcast_dims(self, bottom[0], scale, self.param.scale_param.axis, "scale")
+        if top[0] is not bottom[0]:
+            top[0].reshape(bottom[0].shape)
+        if self.bias_layer is not None:
+            self.bias_layer.reshape([top[0]], top)
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        x = bottom[0].data
+        self._kept_input = x.copy() if top[0] is bottom[0] else None
+        s = self._scale(bottom).data.reshape(1, -1, 1)
+        top[0].data[...] = (x.reshape(self.dims) * s).reshape(bottom[0].shape)
+        if self.bias_layer is not None:
+            self.bias_layer.forward([top[0]], top)
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        if self.bias_layer is not None and self.param_propagate_down[-1]:
+            self.bias_layer.backward(top, [False], [top[0]])
+        learned = len(bottom) == 1
+        scale = self._scale(bottom)
+        dy = top[0].diff.reshape(self.dims)
+        if (learned and self.param_propagate_down[0]) or (not learned and propagate_down[1]):
+            x = self._kept_input if top[0] is bottom[0] else bottom[0].data
+            grad = (dy * x.reshape(self.dims)).sum(axis=(0, 2)).reshape(scale.shape)
+            if learned:
+                scale.diff += grad
+            else:
+                scale.diff[...] = grad
+        if propagate_down[0]:
+            s = scale.data.reshape(1, -1, 1)
+            bottom[0].diff[...] = (dy * s).reshape(bottom[0].shape)

@@ -1,0 +1,127 @@
+"""SoftmaxWithLoss, and the label and normalization helpers the classification losses share.
+
+Scores ``x`` of shape (outer, C, inner) around ``softmax_param.axis``; labels: outer * inner
+integers in [0, C) (or ``loss_param.ignore_label``). With p = softmax(x) over the class axis:
+
+    loss = -sum_valid log(max(p[label], FLT_MIN)) / normalizer
+    d loss / d x = (p - onehot(label)) / normalizer, zero at ignored positions
+
+The normalizer is Caffe's get_normalizer: FULL outer*inner, VALID the number of non-ignored labels
+(default), BATCH_SIZE outer, NONE 1, and never below 1. An optional second top holds p.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from engine import backend
+from engine.blob import Blob
+from engine.layers.base import Layer, LossLayer
+from engine.layers.registry import register_layer
+from proto import caffe_pb2
+
+Mode = caffe_pb2.LossParameter
+FLT_MIN = float(np.finfo(np.float32).tiny)  # Caffe clamps with the float constant for every Dtype
+
+
+def normalization_mode(loss_param: caffe_pb2.LossParameter, default: int | None = None) -> int:
+    """The mode a layer uses: `normalization` if given, else the legacy `normalize`, else `default`."""
+    if loss_param.HasField("normalization"):
+        return loss_param.normalization
+    if loss_param.HasField("normalize"):
+        return Mode.VALID if loss_param.normalize else Mode.BATCH_SIZE
+    return loss_param.normalization if default is None else default
+
+
+def get_normalizer(mode: int, outer: int, inner: int, valid_count: Any) -> Any:
+    """What the summed loss is divided by; ``valid_count`` is an array (kept on the device)."""
+    if mode == Mode.VALID:
+        return backend.get_array_module(valid_count).maximum(valid_count, 1)
+    sizes: dict[int, int] = {Mode.FULL: outer * inner, Mode.BATCH_SIZE: outer, Mode.NONE: 1}
+    if mode not in sizes:
+        raise ValueError(f"unknown normalization mode {mode}")
+    return max(1, sizes[mode])
+
+
+def class_indices(layer: Layer, labels: Any, num_classes: int, ignore_label: int | None) -> tuple[Any, Any]:
+    """Integer labels (ignored ones set to 0) and the mask of labels that count.
+
+    Caffe only DCHECKs the range; here a label that is not an integer in [0, num_classes) raises,
+    at the price of one device sync per call.
+    """
+    xp = layer.xp
+    whole = xp.trunc(labels)
+    if ignore_label is None:
+        valid = xp.ones(labels.shape, bool)
+    else:
+        valid = whole != ignore_label  # Caffe compares static_cast<int>(label)
+    good = (labels == whole) & (labels >= 0) & (labels < num_classes)
+    if not bool(xp.all(good | ~valid)):
+        bad = backend.to_host(labels)[backend.to_host(valid & ~good)]
+        raise layer.error(
+            f"labels must be integers in [0, {num_classes}) (or the ignore_label); got {bad[:5].tolist()}"
+        )
+    return xp.where(valid, whole, 0).astype(np.int64), valid
+
+
+def softmax(xp: ModuleType, x: Any, axis: int) -> Any:
+    """exp(x - max) normalised along ``axis``."""
+    e = xp.exp(x - x.max(axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+@register_layer("SoftmaxWithLoss")
+class SoftmaxWithLossLayer(LossLayer):
+    exact_num_top = -1
+    min_top = 1
+    max_top = 2
+
+    def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        loss_param = self.param.loss_param
+        self.ignore_label = loss_param.ignore_label if loss_param.HasField("ignore_label") else None
+        self.normalization = normalization_mode(loss_param)
+
+    def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
+        super().reshape(bottom, top)
+        axis = bottom[0].canonical_axis_index(self.param.softmax_param.axis)
+        self.outer, self.inner = bottom[0].count(0, axis), bottom[0].count(axis + 1)
+        self.channels = bottom[0].shape[axis]
+        if self.outer * self.inner != bottom[1].count():
+            raise self.error(
+                f"number of labels ({bottom[1].count()}) must match the number of predictions "
+                f"({self.outer * self.inner}): with scores {bottom[0].shape} and axis {axis}, "
+                "give one integer label in [0, C) per position outside the class axis"
+            )
+        if len(top) > 1:
+            top[1].reshape(bottom[0].shape)
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        xp = self.xp
+        scores = bottom[0].data.reshape(self.outer, self.channels, self.inner)
+        self.prob = softmax(xp, scores, axis=1)
+        labels = bottom[1].data.reshape(self.outer, 1, self.inner)
+        self.label, self.valid = class_indices(self, labels, self.channels, self.ignore_label)
+        picked = xp.take_along_axis(self.prob, self.label, axis=1)
+        log_p = xp.log(xp.maximum(picked, FLT_MIN))
+        self.normalizer = get_normalizer(
+            self.normalization, self.outer, self.inner, self.valid.sum().astype(self.dtype)
+        )
+        top[0].data[...] = -xp.where(self.valid, log_p, 0).sum() / self.normalizer
+        if len(top) > 1:
+            top[1].data[...] = self.prob.reshape(bottom[0].shape)
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        if propagate_down[1]:
+            raise self.error("cannot backpropagate to the label input")
+        if not propagate_down[0]:
+            return
+        xp = self.xp
+        classes = xp.arange(self.channels).reshape(1, -1, 1)
+        diff = self.prob - (classes == self.label)
+        diff *= self.valid
+        diff *= top[0].diff.reshape(()) / self.normalizer
+        bottom[0].diff[...] = diff.reshape(bottom[0].shape)

@@ -1,0 +1,104 @@
+"""The update rules of Caffe's solvers; each sets a parameter's diff to the step to subtract.
+
+Every rule reads the (normalised, regularised) gradient in ``diff`` and the solver's history
+blobs, and leaves in ``diff`` what Net.update() subtracts from the data.
+"""
+
+from __future__ import annotations
+
+import math
+
+from engine.solvers.base import Solver
+from engine.solvers.registry import register_solver
+
+
+@register_solver("SGD")
+class SGDSolver(Solver):
+    """v = momentum * v + lr * g; step = v."""
+
+    def compute_update_value(self, param_id: int, rate: float) -> None:
+        diff = self.net.learnable_params[param_id].diff
+        history = self.history_of(param_id)
+        history *= self.param.momentum
+        history += self.local_rate(param_id, rate) * diff
+        diff[...] = history
+
+
+@register_solver("Nesterov")
+class NesterovSolver(Solver):
+    """v' = momentum * v + lr * g; step = (1 + momentum) * v' - momentum * v."""
+
+    def compute_update_value(self, param_id: int, rate: float) -> None:
+        diff = self.net.learnable_params[param_id].diff
+        history = self.history_of(param_id)
+        momentum = self.param.momentum
+        previous = history.copy()
+        history *= momentum
+        history += self.local_rate(param_id, rate) * diff
+        diff[...] = (1 + momentum) * history - momentum * previous
+
+
+@register_solver("AdaGrad")
+class AdaGradSolver(Solver):
+    """h += g^2; step = lr * g / (sqrt(h) + delta)."""
+
+    def compute_update_value(self, param_id: int, rate: float) -> None:
+        diff = self.net.learnable_params[param_id].diff
+        history = self.history_of(param_id)
+        history += diff * diff
+        diff *= self.local_rate(param_id, rate) / (self.xp.sqrt(history) + self.param.delta)
+
+
+@register_solver("RMSProp")
+class RMSPropSolver(Solver):
+    """h = decay * h + (1 - decay) g^2; step = lr * g / (sqrt(h) + delta)."""
+
+    def compute_update_value(self, param_id: int, rate: float) -> None:
+        diff = self.net.learnable_params[param_id].diff
+        history = self.history_of(param_id)
+        decay = self.param.rms_decay
+        history *= decay
+        history += (1 - decay) * diff * diff
+        diff *= self.local_rate(param_id, rate) / (self.xp.sqrt(history) + self.param.delta)
+
+
+@register_solver("AdaDelta")
+class AdaDeltaSolver(Solver):
+    """h_g = m h_g + (1-m) g^2; step = lr * g * sqrt((h_u + delta) / (h_g + delta)); h_u = m h_u + (1-m) u^2.
+
+    Caffe squares the update before scaling it by the learning rate, and so do we.
+    """
+
+    history_per_param = 2
+
+    def compute_update_value(self, param_id: int, rate: float) -> None:
+        diff = self.net.learnable_params[param_id].diff
+        grad_history = self.history_of(param_id, 0)
+        update_history = self.history_of(param_id, 1)
+        momentum, delta = self.param.momentum, self.param.delta
+        grad_history *= momentum
+        grad_history += (1 - momentum) * diff * diff
+        diff *= self.xp.sqrt((update_history + delta) / (grad_history + delta))
+        update_history *= momentum
+        update_history += (1 - momentum) * diff * diff
+        diff *= self.local_rate(param_id, rate)
+
+
+@register_solver("Adam")
+class AdamSolver(Solver):
+    """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; step = lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps)."""
+
+    history_per_param = 2
+
+    def compute_update_value(self, param_id: int, rate: float) -> None:
+        diff = self.net.learnable_params[param_id].diff
+        m = self.history_of(param_id, 0)
+        v = self.history_of(param_id, 1)
+        beta1, beta2 = self.param.momentum, self.param.momentum2
+        t = self.iter + 1
+        correction = math.sqrt(1 - beta2**t) / (1 - beta1**t)
+        m *= beta1
+        m += (1 - beta1) * diff
+        v *= beta2
+        v += (1 - beta2) * diff * diff
+        diff[...] = self.local_rate(param_id, rate) * correction * m / (self.xp.sqrt(v) + self.param.delta)

@@ -1,0 +1,162 @@
+"""The pycaffe surface, driven the way pycaffe scripts drive it (`import engine as caffe`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine as caffe
+
+DEPLOY = """
+name: "tiny"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 1 dim: 6 dim: 6 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+        convolution_param { num_output: 3 kernel_size: 3 weight_filler { type: "xavier" } } }
+layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
+layer { name: "fc" type: "InnerProduct" bottom: "conv" top: "fc"
+        inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "prob" type: "Softmax" bottom: "fc" top: "prob" }
+"""
+
+TRAIN = """
+name: "tiny_train"
+force_backward: true
+layer { name: "data" type: "Input" top: "data" top: "label"
+        input_param { shape { dim: 2 dim: 1 dim: 6 dim: 6 } shape { dim: 2 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+        convolution_param { num_output: 3 kernel_size: 3 weight_filler { type: "xavier" } } }
+layer { name: "fc" type: "InnerProduct" bottom: "conv" top: "fc"
+        inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
+layer { name: "acc" type: "Accuracy" bottom: "fc" bottom: "label" top: "acc" }
+"""
+
+
+@pytest.fixture
+def deploy(tmp_path):
+    path = tmp_path / "deploy.prototxt"
+    path.write_text(DEPLOY)
+    return str(path)
+
+
+@pytest.fixture
+def train(tmp_path):
+    path = tmp_path / "train.prototxt"
+    path.write_text(TRAIN)
+    return str(path)
+
+
+def test_module_surface():
+    caffe.set_mode_cpu()
+    caffe.set_random_seed(3)
+    assert caffe.TRAIN == 0 and caffe.TEST == 1
+    assert {"Convolution", "InnerProduct", "SoftmaxWithLoss", "Split"} <= set(caffe.layer_type_list())
+
+
+def test_blobs_params_and_names(deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    assert list(net.blobs) == ["data", "conv", "fc", "prob"]
+    assert list(net.params) == ["conv", "fc"]
+    assert net.params["conv"][0].data.shape == (3, 1, 3, 3)
+    assert net.params["fc"][1].data.shape == (4,)
+    assert net.inputs == ["data"] and net.outputs == ["prob"]
+    assert net.blobs["conv"].shape == (2, 3, 4, 4) and net.blobs["conv"].count == 96
+    assert net.blobs["data"].num == 2 and net.blobs["data"].channels == 1
+    assert [layer.type for layer in net.layers] == ["Input", "Convolution", "ReLU", "InnerProduct", "Softmax"]
+    assert net.top_names["relu"] == ["conv"] and net.bottom_names["fc"] == ["conv"]
+    assert list(net.layer_dict) == ["data", "conv", "relu", "fc", "prob"]
+    assert net.blob_loss_weights["prob"] == 0
+
+
+def test_forward_with_keyword_inputs_and_writable_arrays(deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    x = np.random.default_rng(0).normal(size=(2, 1, 6, 6)).astype(np.float32)
+    out = net.forward(data=x)
+    assert set(out) == {"prob"}
+    np.testing.assert_allclose(out["prob"].sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(net.blobs["data"].data, x)
+    net.params["fc"][0].data[...] = 0  # surgery through the returned array reaches the net
+    net.params["fc"][1].data[...] = [1, 2, 3, 4]
+    probs = net.forward(data=x)["prob"]
+    expected = np.exp([1, 2, 3, 4]) / np.exp([1, 2, 3, 4]).sum()
+    np.testing.assert_allclose(probs, np.tile(expected, (2, 1)), rtol=1e-5)
+    with pytest.raises(Exception, match="Input blob arguments do not match net inputs"):
+        net.forward(other=x)
+
+
+def test_forward_start_end_and_extra_blobs(deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    net.blobs["data"].data[...] = 1.0
+    out = net.forward(end="fc")
+    assert set(out) == {"fc"}
+    out = net.forward(blobs=["conv"], start="fc")
+    assert set(out) == {"prob", "conv"}
+
+
+def test_reshape_inputs_then_net_reshape(deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    net.blobs["data"].reshape(5, 1, 6, 6)
+    net.reshape()
+    assert net.blobs["conv"].shape == (5, 3, 4, 4)
+    assert net.forward(data=np.ones((5, 1, 6, 6), np.float32))["prob"].shape == (5, 4)
+
+
+def test_backward_returns_input_diffs(train):
+    net = caffe.Net(train, caffe.TRAIN)
+    net.blobs["data"].data[...] = np.random.default_rng(1).normal(size=(2, 1, 6, 6))
+    net.blobs["label"].data[...] = [1, 3]
+    out = net.forward()
+    assert set(out) == {"loss", "acc"}
+    diffs = net.backward()
+    assert set(diffs) == {"data", "label"}
+    assert np.abs(diffs["data"]).sum() > 0
+    assert np.abs(net.params["conv"][0].diff).sum() > 0
+
+
+def test_save_and_copy_from_round_trip(tmp_path, deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    path = str(tmp_path / "w.caffemodel")
+    net.save(path)
+    other = caffe.Net(deploy, caffe.TEST, weights=path)
+    for name in net.params:
+        for a, b in zip(net.params[name], other.params[name]):
+            np.testing.assert_array_equal(a.data, b.data)
+    legacy = caffe.Net(deploy, path, caffe.TEST)  # the deprecated argument order
+    np.testing.assert_array_equal(legacy.params["fc"][0].data, net.params["fc"][0].data)
+
+
+def test_hdf5_weights_round_trip(tmp_path, deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    path = str(tmp_path / "w.h5")
+    net.save_hdf5(path)
+    other = caffe.Net(deploy, caffe.TEST)
+    other.copy_from(path)
+    np.testing.assert_array_equal(other.params["conv"][0].data, net.params["conv"][0].data)
+
+
+def test_forward_all_batches_and_unpads(deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    x = np.random.default_rng(2).normal(size=(5, 1, 6, 6)).astype(np.float32)
+    out = net.forward_all(data=x)
+    assert out["prob"].shape == (5, 4)
+    one = net.forward(data=x[4:5].repeat(2, axis=0))["prob"][0]
+    np.testing.assert_allclose(out["prob"][4], one, rtol=1e-5)
+
+
+def test_split_blobs_are_named_as_caffe_names_them(train):
+    net = caffe.Net(train, caffe.TRAIN)
+    assert "fc_fc_0_split_0" in net.blobs and "label_data_1_split_1" in net.blobs
+    assert net.bottom_names["loss"] == ["fc_fc_0_split_0", "label_data_1_split_0"]
+
+
+def test_callbacks_run_around_each_layer(deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    seen: list[int] = []
+    net.after_forward(seen.append)
+    net.forward()
+    assert seen == list(range(len(net.layers)))
+
+
+def test_missing_phase_is_an_error(deploy):
+    with pytest.raises(TypeError, match="phase"):
+        caffe.Net(deploy)
