@@ -73,12 +73,12 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         from proto import cli_upgrade
 
         return lambda args: cli_upgrade.run([args.input, args.output])
-    if name in ("splits", "time", "device_query", "fill"):
+    modules = {"splits": "splits", "time": "time", "device_query": "device_query", "fill": "fill",
+               "train": "train", "test": "score"}
+    if name in modules:
         import importlib
 
-        return importlib.import_module(f"engine.cli.{name}").run
-    if name in ("train", "test"):
-        return _not_yet("the training issue")
+        return importlib.import_module(f"engine.cli.{modules[name]}").run
     return _not_yet("the graph editor issue")
 
 
