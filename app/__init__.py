@@ -1,0 +1,1 @@
+"""The application: the document model, its commands, and the Qt window and panels around it."""

@@ -1,0 +1,132 @@
+"""What a layer of a given type looks like when a user first adds it, and what it is called.
+
+The settings are the ones Caffe's own examples start from, so a fresh layer is runnable as soon
+as it is wired: a Convolution has 32 outputs, a 3x3 kernel, xavier weights and a constant bias.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+
+from proto import caffe_pb2
+
+LayerParameter = caffe_pb2.LayerParameter
+
+# The stem a new layer's name starts from: the words Caffe's examples use.
+_STEMS = {
+    "Convolution": "conv",
+    "Deconvolution": "deconv",
+    "InnerProduct": "ip",
+    "Pooling": "pool",
+    "LRN": "norm",
+    "BatchNorm": "bn",
+    "Dropout": "drop",
+    "SoftmaxWithLoss": "loss",
+    "EuclideanLoss": "loss",
+    "SigmoidCrossEntropyLoss": "loss",
+    "HingeLoss": "loss",
+    "ContrastiveLoss": "loss",
+    "InfogainLoss": "loss",
+    "MultinomialLogisticLoss": "loss",
+    "Softmax": "prob",
+    "Accuracy": "accuracy",
+    "Input": "data",
+    "Data": "data",
+    "ImageData": "data",
+    "HDF5Data": "data",
+    "DummyData": "data",
+    "MemoryData": "data",
+}
+
+# Layers whose tops are the data and the labels rather than one blob named after the layer.
+_DATA_TOPS = {"Data": ["data", "label"], "ImageData": ["data", "label"], "HDF5Data": ["data", "label"]}
+_NO_TOPS = {"Silence"}
+
+
+def name_stem(layer_type: str) -> str:
+    return _STEMS.get(layer_type) or re.sub(r"\W", "", layer_type).lower() or "layer"
+
+
+def unique_name(taken: Collection[str], base: str) -> str:
+    """``base`` if free, else ``base`` with its trailing number raised until free: conv1 -> conv2."""
+    if base not in taken:
+        return base
+    match = re.fullmatch(r"(.*?)(\d*)", base)
+    assert match is not None
+    stem, digits = match.group(1) or base, match.group(2)
+    number = int(digits) + 1 if digits and match.group(1) else 2
+    while f"{stem}{number}" in taken:
+        number += 1
+    return f"{stem}{number}"
+
+
+def _learnable(field: str, num_output: int) -> Callable[[LayerParameter], None]:
+    def fill(layer: LayerParameter) -> None:
+        param = getattr(layer, field)
+        param.num_output = num_output
+        param.weight_filler.type = "xavier"
+        param.bias_filler.type = "constant"
+
+    return fill
+
+
+def _convolution(field: str) -> Callable[[LayerParameter], None]:
+    def fill(layer: LayerParameter) -> None:
+        _learnable(field, 32)(layer)
+        getattr(layer, field).kernel_size.append(3)
+
+    return fill
+
+
+def _pooling(layer: LayerParameter) -> None:
+    p = layer.pooling_param
+    p.pool, p.kernel_size, p.stride = caffe_pb2.PoolingParameter.MAX, 2, 2
+
+
+def _lrn(layer: LayerParameter) -> None:
+    p = layer.lrn_param
+    p.local_size, p.alpha, p.beta = 5, 1e-4, 0.75
+
+
+def _input(layer: LayerParameter) -> None:
+    layer.input_param.shape.add().dim.extend([1, 3, 224, 224])
+
+
+def _data(layer: LayerParameter) -> None:
+    layer.data_param.batch_size = 64
+    layer.data_param.backend = caffe_pb2.DataParameter.LMDB
+
+
+def _embed(layer: LayerParameter) -> None:
+    _learnable("embed_param", 32)(layer)
+    layer.embed_param.input_dim = 1000
+
+
+_FILL: dict[str, Callable[[LayerParameter], None]] = {
+    "Convolution": _convolution("convolution_param"),
+    "Deconvolution": _convolution("convolution_param"),
+    "InnerProduct": _learnable("inner_product_param", 64),
+    "Embed": _embed,
+    "Pooling": _pooling,
+    "LRN": _lrn,
+    "Dropout": lambda layer: setattr(layer.dropout_param, "dropout_ratio", 0.5),
+    "Scale": lambda layer: setattr(layer.scale_param, "bias_term", True),
+    "Input": _input,
+    "Data": _data,
+    "ImageData": lambda layer: setattr(layer.image_data_param, "batch_size", 64),
+    "HDF5Data": lambda layer: setattr(layer.hdf5_data_param, "batch_size", 64),
+}
+
+
+def default_layer(layer_type: str, name: str) -> LayerParameter:
+    """A new ``layer_type`` layer called ``name`` with its first top; bottoms are left to wire."""
+    layer = LayerParameter(name=name, type=layer_type)
+    if layer_type in _DATA_TOPS:
+        layer.top.extend(_DATA_TOPS[layer_type])
+    elif layer_type not in _NO_TOPS:
+        layer.top.append(name)
+    fill = _FILL.get(layer_type)
+    if fill is not None:
+        fill(layer)
+    return layer

@@ -1,0 +1,262 @@
+"""The main window: the document, its one undo stack, the views around it, and the File/Edit menus.
+
+The dialogs the window may raise are methods (``ask_open_path``, ``ask_save_path``,
+``ask_unsaved_changes``, ``show_error``) so tests can replace them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QStyle,
+)
+
+from app.commands import Command
+from app.document import Change, Document
+from app.files import DEFAULT_SOLVER, open_path
+from app.layer_list import LayerList
+from app.prototxt_editor import PrototxtEditor
+from app.undo import UndoStack
+from proto.errors import FormatError
+
+APP_NAME = "Barista"
+PROTOTXT_FILTER = "Caffe prototxt (*.prototxt *.pt *.txt);;All files (*)"
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, doc: Document | None = None) -> None:
+        super().__init__()
+        self.doc = doc if doc is not None else Document()
+        self.undo_stack = UndoStack(self.doc, self)
+
+        self.layers = LayerList(self.doc, self)  # TEMPORARY: the graph editor takes this place
+        self.setCentralWidget(self.layers)
+        self.editor = PrototxtEditor(self.doc, self.undo_stack.push_command, self)
+        self.editor_dock = QDockWidget("Prototxt", self)
+        self.editor_dock.setObjectName("prototxtDock")
+        self.editor_dock.setWidget(self.editor)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.editor_dock)
+
+        self.summary = QLabel(self)
+        self.statusBar().addPermanentWidget(self.summary)
+        self._make_actions()
+        self.setAcceptDrops(True)
+        self.resize(1280, 820)
+        self.resizeDocks([self.editor_dock], [560], Qt.Orientation.Horizontal)
+        self.doc.changed.connect(self._on_change)
+        self._refresh()
+
+    # ---- editing ------------------------------------------------------------------------
+    def push(self, command: Command) -> None:
+        """How every view edits the document. Raises CommandError (nothing changes) if invalid.
+
+        Text typed but not yet applied goes in first, so no edit is made against a stale net.
+        """
+        self.editor.commit()
+        self.undo_stack.push_command(command)
+
+    def undo(self) -> None:
+        if not self.editor.commit():  # text that does not parse: undo the typing
+            self.editor.revert()
+            return
+        self.undo_stack.undo()
+
+    def redo(self) -> None:
+        if not self.editor.commit():
+            self.statusBar().showMessage("Fix the prototxt text, or revert it, before redoing", 4000)
+            return
+        self.undo_stack.redo()
+
+    # ---- files --------------------------------------------------------------------------
+    def open_file(self, path: str | os.PathLike[str]) -> bool:
+        """Open a net, or a solver and its net. Unsaved changes are not asked about here."""
+        try:
+            kind = open_path(self.doc, path)
+        except (OSError, FormatError) as e:
+            self.show_error("Cannot open", str(e))
+            return False
+        self.statusBar().showMessage(f"Opened {kind} {os.path.basename(os.fspath(path))}", 4000)
+        return True
+
+    def open_dialog(self) -> None:
+        path = self.ask_open_path()
+        if path and self.maybe_save():
+            self.open_file(path)
+
+    def save(self) -> bool:
+        """Save the net (and the solver, if it changed) where they came from; Save As if new."""
+        if not self.editor.commit():
+            self.statusBar().showMessage("The prototxt text has an error: saving the last valid net", 6000)
+        if self.doc.net_path is None:
+            return self.save_as()
+        try:
+            self.doc.save_net()
+            if self.doc.solver_dirty and self.doc.solver_path is not None:
+                self.doc.save_solver()
+        except OSError as e:
+            self.show_error("Cannot save", str(e))
+            return False
+        self.statusBar().showMessage(f"Saved {os.path.basename(self.doc.net_path)}", 4000)
+        return True
+
+    def save_as(self) -> bool:
+        path = self.ask_save_path()
+        if not path:
+            return False
+        self.editor.commit()
+        try:
+            self.doc.save_net(path)
+        except OSError as e:
+            self.show_error("Cannot save", str(e))
+            return False
+        self.statusBar().showMessage(f"Saved {os.path.basename(path)}", 4000)
+        return True
+
+    def maybe_save(self) -> bool:
+        """True when it is fine to drop the current document (saved, discarded, or nothing to lose)."""
+        self.editor.commit()
+        if not self.doc.dirty and self.editor.error is None:
+            return True
+        answer = self.ask_unsaved_changes()
+        if answer == "save":
+            return self.save()
+        return answer == "discard"
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.maybe_save():
+            event.accept()
+        else:
+            event.ignore()
+
+    # ---- dialogs (replaced in tests) --------------------------------------------------------
+    def ask_open_path(self) -> str:
+        return QFileDialog.getOpenFileName(self, "Open net or solver", self._folder(), PROTOTXT_FILTER)[0]
+
+    def ask_save_path(self) -> str:
+        return QFileDialog.getSaveFileName(self, "Save net as", self._folder(), PROTOTXT_FILTER)[0]
+
+    def ask_unsaved_changes(self) -> str:
+        """'save', 'discard' or 'cancel'."""
+        buttons = QMessageBox.StandardButton
+        answer = QMessageBox.warning(
+            self,
+            APP_NAME,
+            f"{self._file_name()} has unsaved changes.\nSave them before closing?",
+            buttons.Save | buttons.Discard | buttons.Cancel,
+            buttons.Save,
+        )
+        return {buttons.Save: "save", buttons.Discard: "discard"}.get(answer, "cancel")
+
+    def show_error(self, title: str, message: str) -> None:
+        QMessageBox.critical(self, title, message)
+
+    # ---- drag and drop a file -----------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls() and any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if paths and self.maybe_save():
+            self.open_file(paths[0])
+            event.acceptProposedAction()
+
+    # ---- internals ------------------------------------------------------------------------
+    def _make_actions(self) -> None:
+        style = self.style()
+        icon = QStyle.StandardPixmap
+
+        def action(text, slot, shortcuts=(), pixmap=None) -> QAction:
+            a = QAction(text, self)
+            sequences = [QKeySequence(s) for s in shortcuts]
+            a.setShortcuts([s for i, s in enumerate(sequences) if s not in sequences[:i]])
+            if pixmap is not None:
+                a.setIcon(style.standardIcon(pixmap))
+            a.triggered.connect(slot)
+            return a
+
+        keys = QKeySequence.StandardKey
+        self.open_action = action("&Open…", self.open_dialog, [keys.Open], icon.SP_DialogOpenButton)
+        self.save_action = action("&Save", self.save, [keys.Save], icon.SP_DialogSaveButton)
+        self.save_as_action = action("Save &As…", self.save_as, [keys.SaveAs])
+        self.quit_action = action("&Quit", self.close, [keys.Quit])
+        self.undo_action = action("&Undo", self.undo, [keys.Undo], icon.SP_ArrowBack)
+        self.redo_action = action("&Redo", self.redo, [keys.Redo, "Ctrl+Shift+Z"], icon.SP_ArrowForward)
+        self.undo_action.setIconText("Undo")  # the toolbar keeps short labels; the menu names the edit
+        self.redo_action.setIconText("Redo")
+        self.undo_stack.undoTextChanged.connect(lambda t: self.undo_action.setText(f"&Undo {t}".rstrip()))
+        self.undo_stack.redoTextChanged.connect(lambda t: self.redo_action.setText(f"&Redo {t}".rstrip()))
+        self.undo_stack.canUndoChanged.connect(self._update_actions)
+        self.undo_stack.canRedoChanged.connect(self._update_actions)
+        self.editor.error_changed.connect(lambda _message: self._update_actions())
+
+        file_menu = self.menuBar().addMenu("&File")
+        file_menu.addActions([self.open_action, self.save_action, self.save_as_action])
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        edit_menu = self.menuBar().addMenu("&Edit")
+        edit_menu.addActions([self.undo_action, self.redo_action])
+        view_menu = self.menuBar().addMenu("&View")
+        view_menu.addAction(self.editor_dock.toggleViewAction())
+
+        toolbar = self.addToolBar("Main")
+        toolbar.setObjectName("mainToolbar")
+        toolbar.setMovable(False)
+        toolbar.setIconSize(QSize(18, 18))
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toolbar.addActions([self.open_action, self.save_action])
+        toolbar.addSeparator()
+        toolbar.addActions([self.undo_action, self.redo_action])
+
+    def _update_actions(self) -> None:
+        # Undo stays on while the editor holds text that does not parse: it drops that text.
+        self.undo_action.setEnabled(self.undo_stack.canUndo() or self.editor.error is not None)
+        self.redo_action.setEnabled(self.undo_stack.canRedo())
+
+    def _on_change(self, change: Change) -> None:
+        self._refresh()  # the title and the summary: cheap enough for every change
+
+    def _refresh(self) -> None:
+        self.setWindowTitle(f"{APP_NAME} — {self._file_name()}[*]")
+        self.setWindowModified(self.doc.dirty)
+        net = self.doc.net
+        solver = os.path.basename(self.doc.solver_path) if self.doc.solver_path else "no solver"
+        count = len(net.layer) + len(net.layers)
+        self.summary.setText(f"{net.name or 'unnamed net'} · {count} layers · {solver}  ")
+        self._update_actions()
+
+    def _file_name(self) -> str:
+        return os.path.basename(self.doc.net_path) if self.doc.net_path else "untitled.prototxt"
+
+    def _folder(self) -> str:
+        return os.path.dirname(self.doc.net_path) if self.doc.net_path else os.getcwd()
+
+
+def open_window(argv: Sequence[str] = ()) -> MainWindow:
+    """A shown window on ``argv[1]`` (a net or a solver), or on the LeNet example and its solver."""
+    window = MainWindow()
+    window.open_file(argv[1] if len(argv) > 1 else DEFAULT_SOLVER)
+    window.show()
+    return window
+
+
+def run_app(argv: Sequence[str] | None = None) -> int:
+    """Run the application until its window closes; ``argv`` as in ``sys.argv``."""
+    argv = list(sys.argv if argv is None else argv)
+    app = QApplication.instance() or QApplication(argv)
+    app.setApplicationName(APP_NAME)
+    app.setOrganizationName(APP_NAME)
+    app.setStyle("Fusion")
+    window = open_window(argv)  # noqa: F841  (kept alive until exec returns)
+    return app.exec()
