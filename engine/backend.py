@@ -121,8 +121,8 @@ def describe() -> dict[str, Any]:
             for p in threadpool_info()
         ]
     except ImportError:
-        config = numpy.show_config(mode="dicts") if hasattr(numpy, "show_config") else None
-        blas = (config or {}).get("Build Dependencies", {}).get("blas", {})
+        config: Any = numpy.show_config(mode="dicts") or {}
+        blas = config.get("Build Dependencies", {}).get("blas", {})
         info["blas"] = [f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()]
     reason = gpu_unavailable_reason()
     if reason:

@@ -11,7 +11,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class Net:
         param_copy = caffe_pb2.NetParameter()
         param_copy.CopyFrom(param)
         if phase is not None:
-            param_copy.state.phase = phase
+            param_copy.state.phase = cast(caffe_pb2.Phase, phase)
         if level is not None:
             param_copy.state.level = level
         if stages is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from engine.errors import NetError
 from proto import caffe_pb2
@@ -11,7 +12,7 @@ from proto import caffe_pb2
 def make_state(
     phase: int = caffe_pb2.TRAIN, level: int = 0, stages: Iterable[str] = ()
 ) -> caffe_pb2.NetState:
-    state = caffe_pb2.NetState(phase=phase, level=level)
+    state = caffe_pb2.NetState(phase=cast(caffe_pb2.Phase, phase), level=level)
     state.stage.extend(stages)
     return state
 

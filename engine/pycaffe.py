@@ -345,7 +345,7 @@ class Net:
         )
 
     def forward(self, blobs: Iterable[str] | None = None, start: str | None = None, end: str | None = None,
-                **kwargs: np.ndarray) -> dict[str, np.ndarray]:
+                **kwargs: Any) -> dict[str, np.ndarray]:
         """Run forward from layer ``start`` to ``end``; inputs as keyword arrays; returns the outputs."""
         extra = list(blobs or [])
         start_ind = self._layer_names.index(start) if start is not None else 0
@@ -366,7 +366,7 @@ class Net:
         return {name: self.blobs[name].data for name in outputs}
 
     def backward(self, diffs: Iterable[str] | None = None, start: str | None = None, end: str | None = None,
-                 **kwargs: np.ndarray) -> dict[str, np.ndarray]:
+                 **kwargs: Any) -> dict[str, np.ndarray]:
         """Run backward from layer ``start`` down to ``end``; top diffs as keyword arrays; returns diffs."""
         extra = list(diffs or [])
         start_ind = self._layer_names.index(start) if start is not None else len(self._net.layers) - 1
@@ -386,7 +386,7 @@ class Net:
         self._backward(start_ind, end_ind)
         return {name: self.blobs[name].diff for name in outputs}
 
-    def forward_all(self, blobs: Iterable[str] | None = None, **kwargs: np.ndarray) -> dict[str, np.ndarray]:
+    def forward_all(self, blobs: Iterable[str] | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
         """Forward any number of inputs in batches; returns the outputs of all of them."""
         all_outs: dict[str, list[np.ndarray]] = {out: [] for out in set(self.outputs + list(blobs or []))}
         for batch in self._batch(kwargs):
@@ -396,7 +396,7 @@ class Net:
         return self._unpad(all_outs, kwargs)
 
     def forward_backward_all(self, blobs: Iterable[str] | None = None, diffs: Iterable[str] | None = None,
-                             **kwargs: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+                             **kwargs: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Forward and backward any number of inputs/top diffs in batches."""
         all_outs: dict[str, list[np.ndarray]] = {out: [] for out in set(self.outputs + list(blobs or []))}
         all_diffs: dict[str, list[np.ndarray]] = {d: [] for d in set(self.inputs + list(diffs or []))}
@@ -423,7 +423,7 @@ class Net:
             labels = np.ascontiguousarray(labels[:, np.newaxis, np.newaxis, np.newaxis])
         self._set_input_arrays(data, labels)
 
-    def _batch(self, blobs: dict[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
+    def _batch(self, blobs: dict[str, np.ndarray]) -> Iterator[dict[str, Any]]:
         """Split arrays into net-sized batches, padding the last one with zeros."""
         if not blobs:
             yield {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from google.protobuf import text_format
@@ -25,7 +25,7 @@ def layer_param(text: str, phase: int = caffe_pb2.TRAIN) -> caffe_pb2.LayerParam
     param = caffe_pb2.LayerParameter()
     text_format.Parse(text, param)
     if not param.HasField("phase"):
-        param.phase = phase
+        param.phase = cast(caffe_pb2.Phase, phase)
     return param
 
 

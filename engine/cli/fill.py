@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     arrays = initial_parameters(args.model, phase_value(args.phase), args.seed)
     folder = os.path.dirname(os.path.abspath(args.output))
     with tempfile.NamedTemporaryFile(dir=folder, suffix=".npz", delete=False) as tmp:
-        np.savez(tmp, **arrays)
+        np.savez(tmp, **arrays)  # type: ignore[arg-type]
         tmp.flush()
         os.fsync(tmp.fileno())
     os.replace(tmp.name, args.output)

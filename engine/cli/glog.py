@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
+from collections.abc import Callable
 
 
 def line(message: str, level: str = "I", source: str = "solver.cpp:0") -> str:
@@ -12,7 +13,7 @@ def line(message: str, level: str = "I", source: str = "solver.cpp:0") -> str:
     return f"{level}{now:%m%d %H:%M:%S.%f} {os.getpid():5d} {source}] {message}"
 
 
-def printer(source: str):  # type: ignore[no-untyped-def]
+def printer(source: str) -> Callable[[str], None]:
     def say(message: str) -> None:
         print(line(message, source=source), flush=True)
 

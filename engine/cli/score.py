@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from engine import backend
 from engine.cli import glog
@@ -12,7 +13,7 @@ from engine.net import Net
 from proto import caffe_pb2
 
 
-def score(net: Net, iterations: int, say) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def score(net: Net, iterations: int, say: Callable[[str], None]) -> dict[str, float]:
     totals: list[float] = []
     owners: list[int] = []
     loss = 0.0

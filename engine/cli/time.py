@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 from engine import backend
 from engine.errors import EngineError
@@ -15,7 +16,7 @@ from engine.cli.common import phase_value, read_net
 from engine.net import Net
 
 
-def benchmark(net: Net, iterations: int, say=print) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def benchmark(net: Net, iterations: int, say: Callable[[str], None] = print) -> dict[str, float]:
     say("Performing Forward")
     loss = net.forward_from_to()
     say(f"Initial loss: {loss:g}")

@@ -2,18 +2,62 @@
 
 Records are addressed by a running index (record ``i`` is the ``i % count``-th in key order), so
 a reader can ask for any stretch; reading on from where the last read stopped is a cursor step.
-LEVELDB, Caffe's other backend, is not supported: the error says so and how to convert.
+lmdb opens a database once per process, so every source (a train and a test net may read the same
+one) shares one read-only environment, counted, each with its own transaction and cursor; the
+environment closes when its last source is dropped. LEVELDB, Caffe's other backend, is not
+supported: the error says so and how to convert.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from pathlib import Path
 
 import lmdb
 
 from engine.data.errors import DataError
 from proto import caffe_pb2
+
+_envs: dict[str, list] = {}  # real path -> [environment, number of sources using it]
+_envs_lock = threading.RLock()
+
+
+def _acquire(path: Path) -> tuple[str, lmdb.Environment]:
+    key = os.path.realpath(path)
+    with _envs_lock:
+        entry = _envs.get(key)
+        if entry is None:
+            env = lmdb.open(key, subdir=path.is_dir(), readonly=True, lock=False, readahead=False, max_readers=126)
+            entry = _envs[key] = [env, 0]
+        entry[1] += 1
+        return key, entry[0]
+
+
+def _release(key: str, reader: _Reader) -> None:
+    with _envs_lock:
+        reader.close()  # a live transaction would keep the environment open behind our back
+        entry = _envs.get(key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _envs[key]
+                entry[0].close()
+
+
+class _Reader:
+    """A source's transaction and cursor, and the index (mod count) of the record under it."""
+
+    def __init__(self) -> None:
+        self.txn: lmdb.Transaction | None = None
+        self.cursor: lmdb.Cursor | None = None
+        self.at = 0
+
+    def close(self) -> None:
+        if self.txn is not None:
+            self.txn.abort()
+        self.txn = self.cursor = None
 
 
 class LMDBSource:
@@ -22,17 +66,17 @@ class LMDBSource:
         if not path.exists():
             raise DataError(f"cannot open the LMDB {path}: No such file or directory")
         try:
-            self._env = lmdb.open(
-                os.fspath(path), subdir=path.is_dir(), readonly=True, lock=False, readahead=False, max_readers=8
-            )
-            self.count = int(self._env.stat()["entries"])
+            key, self._env = _acquire(path)
         except lmdb.Error as exc:
             raise DataError(f"cannot open the LMDB {path}: {exc}") from exc
+        self._reader = _Reader()
+        self._finalizer = weakref.finalize(self, _release, key, self._reader)
+        try:
+            self.count = int(self._env.stat()["entries"])
+        except lmdb.Error as exc:
+            raise DataError(f"cannot read the LMDB {path}: {exc}") from exc
         if self.count == 0:
             raise DataError(f"the LMDB {path} holds no records")
-        self._txn: lmdb.Transaction | None = None
-        self._cursor: lmdb.Cursor | None = None
-        self._at = 0  # index (mod count) of the record under the cursor
 
     def read(self, start: int, count: int) -> list[tuple[bytes, bytes]]:
         """(key, value) of records ``start .. start + count - 1``, wrapping around the end."""
@@ -41,31 +85,32 @@ class LMDBSource:
             records = []
             for _ in range(count):
                 records.append((bytes(cursor.key()), bytes(cursor.value())))
-                self._at += 1
+                self._reader.at += 1
                 if not cursor.next():
                     cursor.first()
-                    self._at = 0
+                    self._reader.at = 0
             return records
         except lmdb.Error as exc:
             raise DataError(f"cannot read the LMDB {self.path}: {exc}") from exc
 
     def _seek(self, index: int) -> lmdb.Cursor:
-        if self._cursor is None:
-            self._txn = self._env.begin(buffers=True)
-            self._cursor = self._txn.cursor()
-            self._cursor.first()
-            self._at = 0
-        if index < self._at:
-            self._cursor.first()
-            self._at = 0
-        while self._at < index:
-            self._cursor.next()
-            self._at += 1
-        return self._cursor
+        reader = self._reader
+        if reader.cursor is None:
+            reader.txn = self._env.begin(buffers=True)
+            reader.cursor = reader.txn.cursor()
+            reader.cursor.first()
+            reader.at = 0
+        if index < reader.at:
+            reader.cursor.first()
+            reader.at = 0
+        while reader.at < index:
+            reader.cursor.next()
+            reader.at += 1
+        return reader.cursor
 
     def close(self) -> None:
-        self._cursor = self._txn = None
-        self._env.close()
+        """Let go of the database (the source cannot read after this)."""
+        self._finalizer()
 
 
 def open_database(source: str, backend: int, path: Path) -> LMDBSource:

@@ -31,6 +31,7 @@ class LRNLayer(Layer):
         if p.local_size % 2 != 1:
             raise self.error(f"LRN only supports odd values for local_size, got {p.local_size}")
         self.local_size, self.alpha, self.beta = p.local_size, p.alpha, p.beta
+        self.axes: tuple[int, ...]
         if p.norm_region == caffe_pb2.LRNParameter.ACROSS_CHANNELS:
             self.axes, self.k, self.size = (1,), p.k, p.local_size
         else:

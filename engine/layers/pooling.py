@@ -9,13 +9,13 @@ padding is dropped. Window (ph, pw) covers rows ph stride_h - pad_h .. + kernel_
        (Caffe's pad-aware divisor); dE/dx spreads dE/dy / size over the window.
   STOCHASTIC (no padding): TRAIN picks one element with probability x / sum(window) (inputs are taken as
        non-negative) and passes the gradient to it; TEST outputs sum(x^2) / sum(x).
-Every mode loops over the kernel offsets (kernel_h kernel_w strided slices), never over pixels.
+Every mode gathers the windows as patches (K, N, C, PH, PW) and reduces over K: a reshape when the windows
+tile the image (stride = kernel, global pooling, SPP), else one strided slice per kernel offset.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ class PoolingLayer(Layer):
         if self.global_pooling:
             if has("kernel_size") or has("kernel_h") or has("kernel_w"):
                 raise self.error("with global_pooling: true, filter size cannot be specified")
-            self.kernel = (0, 0)  # set from the bottom in reshape
+            self.kernel: tuple[int, ...] = (0, 0)  # set from the bottom in reshape
         else:
             if has("kernel_size") and (has("kernel_h") or has("kernel_w")):
                 raise self.error("filter size is kernel_size OR kernel_h and kernel_w; not both")
@@ -107,84 +107,99 @@ class PoolingLayer(Layer):
             )  # a window wholly outside (stride > kernel) averages to 0
             self.divisor = self.xp.asarray(divisor.astype(self.dtype))
 
-    # --- the padded frame --------------------------------------------------------------------
+    # --- windows as patches ------------------------------------------------------------------
     def framed(self, x: Any, fill: float) -> Any:
-        """``x`` placed in a (N, C, *frame) array at offset pad, the rest ``fill``."""
+        """``x`` in a (N, C, *frame) array at offset pad, the rest ``fill``: the frame holds every window."""
+        if not any(self.pad) and all(f <= s for f, s in zip(self.frame, self.size)):
+            return x[self.frame_in_image()]  # every window lies inside the image: no copy
         out = self.xp.full((*x.shape[:2], *self.frame), fill, self.dtype)
         out[self.image_in_frame()] = x[self.frame_in_image()]
         return out
 
-    def image_in_frame(self) -> tuple[slice, ...]:
+    def image_in_frame(self) -> tuple[Any, ...]:
         return (..., *(slice(p, min(p + s, f)) for p, s, f in zip(self.pad, self.size, self.frame)))
 
-    def frame_in_image(self) -> tuple[slice, ...]:
+    def frame_in_image(self) -> tuple[Any, ...]:
         return (..., *(slice(0, min(s, f - p)) for p, s, f in zip(self.pad, self.size, self.frame)))
 
-    def windows(self) -> Iterator[tuple[int, tuple[Any, ...]]]:
-        """(offset index, slice of the frame) for each kernel offset, in raster order."""
-        for i, offset in enumerate(kernel_offsets(self.kernel)):
-            yield i, (..., *window_slices(offset, self.pooled, self.stride))
+    def tiled(self) -> bool:
+        return self.stride == self.kernel  # windows tile the frame: patches are a reshape
 
-    def unframe(self, frame: Any, bottom: Blob) -> None:
+    def patches(self, frame: Any) -> Any:
+        """(K, N, C, PH, PW): the K = kernel_h kernel_w values of every window, in raster order."""
+        n, c = frame.shape[:2]
+        (ph, pw), (kh, kw) = self.pooled, self.kernel
+        if self.tiled():
+            tiles = frame.reshape(n, c, ph, kh, pw, kw).transpose(3, 5, 0, 1, 2, 4)
+            return tiles.reshape(kh * kw, n, c, ph, pw)
+        out = self.xp.empty((kh * kw, n, c, ph, pw), self.dtype)
+        for i, offset in enumerate(kernel_offsets(self.kernel)):  # one strided slice per offset
+            out[i] = frame[(..., *window_slices(offset, self.pooled, self.stride))]
+        return out
+
+    def unpatch(self, values: Any, bottom: Blob) -> None:
+        """Sum patch values (K, N, C, PH, PW) back onto the pixels they came from, into bottom's diff."""
+        k, n, c, ph, pw = values.shape
+        kh, kw = self.kernel
+        if self.tiled():
+            frame = (
+                values.reshape(kh, kw, n, c, ph, pw).transpose(2, 3, 4, 0, 5, 1).reshape(n, c, *self.frame)
+            )
+        else:
+            frame = self.xp.zeros((n, c, *self.frame), self.dtype)
+            for i, offset in enumerate(kernel_offsets(self.kernel)):
+                frame[(..., *window_slices(offset, self.pooled, self.stride))] += values[i]
         bottom.diff[...] = 0
         bottom.diff[self.frame_in_image()] = frame[self.image_in_frame()]
+
+    def chosen(self, dy: Any) -> Any:
+        """dy placed at each window's chosen element (K, N, C, PH, PW), zero elsewhere."""
+        k = self.xp.arange(self.kernel[0] * self.kernel[1]).reshape(-1, 1, 1, 1, 1)
+        return self.xp.where(k == self.choice, dy, 0)
 
     # --- forward / backward ------------------------------------------------------------------
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         xp = self.xp
         x, y = bottom[0].data, top[0].data
         if self.method == P.MAX:
-            frame = self.framed(x, -np.inf)
-            y[...] = np.finfo(np.float32).min  # Caffe's -FLT_MAX start: a window of -inf stays there
+            values = self.patches(self.framed(x, -np.inf))
+            best = values.max(axis=0)
+            # Caffe starts from -FLT_MAX and keeps the first strictly greater value: no choice below that.
+            lowest = np.finfo(np.float32).min
             self.choice = xp.full(y.shape, -1, np.int32)
-            for i, window in self.windows():
-                better = frame[window] > y
-                self.choice = xp.where(better, i, self.choice)
-                xp.maximum(y, frame[window], out=y)
+            for i in reversed(range(len(values))):  # the first maximum wins (numpy's argmax(axis=0) is slow)
+                self.choice = xp.where(values[i] == best, i, self.choice)
+            self.choice = xp.where(best > lowest, self.choice, -1)
+            xp.maximum(best, lowest, out=y)
             if len(top) > 1:
                 top[1].data[...] = self.mask()
         elif self.method == P.AVE:
-            frame = self.framed(x, 0)
-            y[...] = 0
-            for _, window in self.windows():
-                y += frame[window]
-            y /= self.divisor
-        elif self.phase == caffe_pb2.TRAIN:  # STOCHASTIC: draw one element by its share of the sum
-            frame = self.framed(x, 0)
-            total = sum(frame[window] for _, window in self.windows())
-            threshold = total * (1 - rng.for_module(xp).random(y.shape, dtype=self.dtype))  # u in (0, 1]
-            cumulative = xp.zeros_like(y)
-            self.choice = xp.full(y.shape, -1, np.int32)
-            for i, window in self.windows():
-                cumulative += frame[window]
-                hit = (cumulative >= threshold) & (self.choice < 0)
-                self.choice = xp.where(hit, i, self.choice)
-            y[...] = 0
-            for i, window in self.windows():
-                y += xp.where(self.choice == i, frame[window], 0)
+            xp.divide(self.patches(self.framed(x, 0)).sum(axis=0), self.divisor, out=y)
+        elif self.phase == caffe_pb2.TRAIN:  # STOCHASTIC: draw one element by its share of the window's sum
+            values = self.patches(self.framed(x, 0))
+            cumulative = xp.cumsum(values, axis=0)
+            threshold = cumulative[-1] * (
+                1 - rng.for_module(xp).random(y.shape, dtype=self.dtype)
+            )  # u in (0, 1]
+            self.choice = (cumulative >= threshold).argmax(axis=0)
+            y[...] = xp.take_along_axis(values, self.choice[None], axis=0)[0]
         else:  # STOCHASTIC in TEST: the values weighted by themselves
-            frame = self.framed(x, 0)
-            self.total = FLT_MIN + sum(frame[window] for _, window in self.windows())
-            y[...] = sum(frame[window] ** 2 for _, window in self.windows()) / self.total
+            values = self.patches(self.framed(x, 0))
+            self.total = FLT_MIN + values.sum(axis=0)
+            xp.divide((values * values).sum(axis=0), self.total, out=y)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
         if not propagate_down[0]:
             return
-        xp = self.xp
-        dy = top[0].diff
-        frame = xp.zeros((*dy.shape[:2], *self.frame), self.dtype)
+        xp, dy = self.xp, top[0].diff
         if self.method == P.AVE:
-            share = dy / self.divisor
-            for _, window in self.windows():
-                frame[window] += share
+            k = self.kernel[0] * self.kernel[1]
+            self.unpatch(xp.broadcast_to(dy / self.divisor, (k, *dy.shape)), bottom[0])
         elif self.method == P.MAX or self.phase == caffe_pb2.TRAIN:
-            for i, window in self.windows():
-                frame[window] += xp.where(self.choice == i, dy, 0)
+            self.unpatch(self.chosen(dy), bottom[0])
         else:  # d/dx_j of sum(x^2) / sum(x) = (2 x_j - y) / sum(x)
-            x, y = self.framed(bottom[0].data, 0), top[0].data
-            for _, window in self.windows():
-                frame[window] += dy * (2 * x[window] - y) / self.total
-        self.unframe(frame, bottom[0])
+            values = self.patches(self.framed(bottom[0].data, 0))
+            self.unpatch(dy * (2 * values - top[0].data) / self.total, bottom[0])
 
     def mask(self) -> Any:
         """Caffe's MAX mask: the flat index h W + w of each chosen element, -1 where none was."""

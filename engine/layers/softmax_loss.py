@@ -49,8 +49,9 @@ def get_normalizer(mode: int, outer: int, inner: int, valid_count: Any) -> Any:
 def class_indices(layer: Layer, labels: Any, num_classes: int, ignore_label: int | None) -> tuple[Any, Any]:
     """Integer labels (ignored ones set to 0) and the mask of labels that count.
 
-    Caffe only DCHECKs the range; here a label that is not an integer in [0, num_classes) raises,
-    at the price of one device sync per call.
+    Labels are truncated to integers as Caffe's static_cast<int> does (a DummyData uniform
+    label of 2.7 is class 2). Caffe only DCHECKs the range; here a class outside
+    [0, num_classes) raises, at the price of one device sync per call.
     """
     xp = layer.xp
     whole = xp.trunc(labels)
@@ -58,11 +59,11 @@ def class_indices(layer: Layer, labels: Any, num_classes: int, ignore_label: int
         valid = xp.ones(labels.shape, bool)
     else:
         valid = whole != ignore_label  # Caffe compares static_cast<int>(label)
-    good = (labels == whole) & (labels >= 0) & (labels < num_classes)
+    good = (whole >= 0) & (whole < num_classes)
     if not bool(xp.all(good | ~valid)):
         bad = backend.to_host(labels)[backend.to_host(valid & ~good)]
         raise layer.error(
-            f"labels must be integers in [0, {num_classes}) (or the ignore_label); got {bad[:5].tolist()}"
+            f"labels must lie in [0, {num_classes}) (or be the ignore_label); got {bad[:5].tolist()}"
         )
     return xp.where(valid, whole, 0).astype(np.int64), valid
 

@@ -30,13 +30,19 @@ class SPPLayer(Layer):
         self.built_for: tuple[int, ...] = ()
 
     def level_param(self, level: int, height: int, width: int) -> caffe_pb2.LayerParameter:
-        param = caffe_pb2.LayerParameter(name=f"{self.name}/level{level}", type="Pooling", phase=self.phase)
-        p, bins = param.pooling_param, 2**level
-        p.pool = self.param.spp_param.pool  # SPP's MAX/AVE/STOCHASTIC numbers equal Pooling's
-        p.kernel_h, p.kernel_w = math.ceil(height / bins), math.ceil(width / bins)
-        p.stride_h, p.stride_w = p.kernel_h, p.kernel_w
-        p.pad_h, p.pad_w = (p.kernel_h * bins - height + 1) // 2, (p.kernel_w * bins - width + 1) // 2
-        return param
+        bins = 2**level
+        kh, kw = math.ceil(height / bins), math.ceil(width / bins)
+        pooling = caffe_pb2.PoolingParameter(
+            pool=caffe_pb2.SPPParameter.PoolMethod.Name(self.param.spp_param.pool),  # the same names
+            kernel_h=kh,
+            kernel_w=kw,
+            stride_h=kh,
+            stride_w=kw,
+            pad_h=(kh * bins - height + 1) // 2,
+            pad_w=(kw * bins - width + 1) // 2,
+        )
+        name = f"{self.name}/level{level}"
+        return caffe_pb2.LayerParameter(name=name, type="Pooling", phase=self.phase, pooling_param=pooling)
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         x = bottom[0]

@@ -1,11 +1,14 @@
 """Caffe's solvers, registered by their SolverParameter `type` strings."""
 
+from typing import Any
+
 from engine.solvers import rules  # noqa: F401 - registers the update rules
 from engine.solvers.base import Solver
 from engine.solvers.registry import register_solver, solver_class, solver_types
+from proto import caffe_pb2
 
 
-def create_solver(param, **kwargs) -> Solver:  # type: ignore[no-untyped-def]
+def create_solver(param: caffe_pb2.SolverParameter, **kwargs: Any) -> Solver:
     """Build the solver a SolverParameter names (after the legacy solver_type upgrade)."""
     return solver_class(param.type)(param, **kwargs)
 

@@ -163,8 +163,9 @@ class Solver:
             display = bool(p.display) and self.iter % p.display == 0
             self.net.debug_info = display and p.debug_info
             loss = 0.0
-            for _ in range(p.iter_size):
-                loss += self.net.forward_backward()
+            with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is reported below, once
+                for _ in range(p.iter_size):
+                    loss += self.net.forward_backward()
             loss /= p.iter_size
             if not math.isfinite(loss):
                 raise EngineError(f"Iteration {self.iter}: loss is {loss}; {self.first_non_finite()}")

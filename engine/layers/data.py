@@ -1,0 +1,72 @@
+"""Data: batches of Caffe ``Datum`` records from an LMDB, as Caffe's DataLayer.
+
+Tops: data (N, C, H, W) after the transform_param; label (N,) when a second top is given.
+Records are read in key order and the reading cycles to the first record at the end. The shape
+is taken from the first record at setup and from the first record of every batch after that.
+``rand_skip`` skips a random number of records (below it) once, at the start. The deprecated
+``scale``/``mean_file``/``crop_size``/``mirror`` of data_param are ignored, as Caffe's own
+upgraded nets never set them. No gradient.
+"""
+
+from __future__ import annotations
+
+from engine import rng
+from engine.blob import Blob
+from engine.data.datum import datum_to_array, parse_datum
+from engine.data.lmdb_source import LMDBSource, open_database
+from engine.data.paths import resolve
+from engine.data.transformer import DataTransformer
+from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, batch_rng, log
+from engine.layers.registry import register_layer
+
+import numpy as np
+
+
+@register_layer("Data")
+class DataLayer(BasePrefetchingDataLayer):
+    def data_layer_setup(self, top: list[Blob]) -> BatchMaker:
+        p = self.param.data_param
+        if p.batch_size <= 0:
+            raise self.error("data_param.batch_size must be positive")
+        for field in ("scale", "mean_file", "crop_size", "mirror"):
+            if p.HasField(field):
+                log.warning("layer '%s': data_param.%s is deprecated and ignored; use transform_param", self.name, field)
+        self.prefetch_depth = p.prefetch
+        source = open_database(p.source, p.backend, resolve(p.source))
+        skip = int(rng.host().integers(p.rand_skip)) if p.rand_skip else 0
+        if skip:
+            log.info("Skipping first %d data points.", skip)
+        batches = DatumBatches(source, self.transformer, p.batch_size, skip, self.seed, self.output_labels)
+        first = batches.arrays(0, 1)[0][0]
+        top[0].reshape((p.batch_size, *self.transformer.output_shape(first.shape)))
+        if self.output_labels:
+            top[1].reshape((p.batch_size,))
+        return batches
+
+
+class DatumBatches:
+    """Batch ``i`` of a Data layer: records ``skip + i * batch_size`` on, transformed."""
+
+    def __init__(
+        self, source: LMDBSource, transformer: DataTransformer, batch_size: int, skip: int, seed: int, labels: bool
+    ) -> None:
+        self.source = source
+        self.transformer = transformer
+        self.batch_size = batch_size
+        self.skip = skip
+        self.seed = seed
+        self.labels = labels
+
+    def arrays(self, start: int, count: int) -> tuple[list[np.ndarray], np.ndarray]:
+        images, labels = [], np.empty(count, np.int64)
+        for k, (key, value) in enumerate(self.source.read(start, count)):
+            where = f"{self.source.path} record {key.decode('utf-8', 'replace')!r}"
+            datum = parse_datum(value, where)
+            images.append(datum_to_array(datum, where, self.transformer.decode_mode))
+            labels[k] = datum.label
+        return images, labels
+
+    def __call__(self, index: int) -> tuple[np.ndarray, ...]:
+        images, labels = self.arrays(self.skip + index * self.batch_size, self.batch_size)
+        data = self.transformer(images, batch_rng(self.transformer, self.seed, index))
+        return (data, labels.astype(data.dtype)) if self.labels else (data,)

@@ -1,0 +1,58 @@
+"""Im2col: the columns a convolution multiplies, as a layer (Caffe's Im2colLayer).
+
+Shapes: (N, C, *in) -> (N, C prod(kernel), *out), out = floor((in + 2 pad - extent) / stride) + 1 as
+for Convolution, whose kernel/pad/stride/dilation fields (and axis) it reads; output channel
+c prod(kernel) + k holds input channel c at kernel offset k (raster order) for every output position.
+Gradient: col2im, each column entry added back to the pixel it was copied from.
+"""
+
+from __future__ import annotations
+
+import math
+
+from engine.blob import Blob, shape_string
+from engine.layers.base import Layer
+from engine.layers.conv import spatial_geometry
+from engine.layers.im2col import batch_first, col2im, conv_output_shape, im2col
+from engine.layers.registry import register_layer
+
+
+@register_layer("Im2col")
+class Im2colLayer(Layer):
+    exact_num_bottom = 1
+    exact_num_top = 1
+
+    def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        try:
+            self.channel_axis = bottom[0].canonical_axis_index(self.param.convolution_param.axis)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+        self.num_spatial = bottom[0].num_axes - self.channel_axis - 1
+        if self.num_spatial < 1:
+            raise self.error(f"needs at least one spatial axis after axis {self.channel_axis}")
+        self.kernel, self.stride, self.pad, self.dilation = spatial_geometry(self, self.num_spatial)
+
+    def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
+        axis, shape = self.channel_axis, bottom[0].shape
+        if len(shape) != axis + 1 + self.num_spatial:
+            raise self.error(f"bottom num_axes may not change, got {shape_string(shape)}")
+        self.spatial = shape[axis + 1 :]
+        for i, k, p, d in zip(self.spatial, self.kernel, self.pad, self.dilation):
+            if i + 2 * p < d * (k - 1) + 1:
+                raise self.error(f"kernel extent {d * (k - 1) + 1} exceeds the padded input size {i + 2 * p}")
+        self.out = conv_output_shape(self.spatial, self.kernel, self.pad, self.stride, self.dilation)
+        self.num, self.channels = bottom[0].count(0, axis), shape[axis]
+        top[0].reshape((*shape[:axis], self.channels * math.prod(self.kernel), *self.out))
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        x = bottom[0].data.reshape(self.num, self.channels, *self.spatial)
+        col = im2col(x, self.kernel, self.pad, self.stride, self.dilation)
+        top[0].data.reshape(self.num, -1, *self.out)[...] = batch_first(col.reshape(-1, *self.out, self.num))
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        if not propagate_down[0]:
+            return
+        dy = top[0].diff.reshape(self.num, -1, *self.out)
+        col = self.xp.moveaxis(dy, 0, -1).reshape(self.channels, *self.kernel, *self.out, self.num)
+        dx = col2im(col, self.spatial, self.kernel, self.pad, self.stride, self.dilation)
+        bottom[0].diff.reshape(self.num, self.channels, *self.spatial)[...] = dx

@@ -1,0 +1,62 @@
+"""ImageData: batches of image files named in a list file (``path label`` per line), as Caffe's
+ImageDataLayer.
+
+Tops: data (N, C, H, W) after the transform_param, label (N,). Images are decoded as OpenCV
+would for Caffe (BGR, or one gray channel when ``is_color`` is false) and resized to
+``new_height`` x ``new_width`` when both are set (bilinear). The list is read in order, cycling at
+the end, or reshuffled every epoch with ``shuffle``; ``rand_skip`` skips a random number of lines
+(below it) once, at the start. A batch takes its shape from its first image. No gradient.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import rng
+from engine.blob import Blob
+from engine.data.image_list import ImageList, read_list
+from engine.data.paths import resolve
+from engine.data.transformer import DataTransformer
+from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, batch_rng, log
+from engine.layers.registry import register_layer
+
+
+@register_layer("ImageData")
+class ImageDataLayer(BasePrefetchingDataLayer):
+    exact_num_top = 2
+
+    def data_layer_setup(self, top: list[Blob]) -> BatchMaker:
+        p = self.param.image_data_param
+        if (p.new_height == 0) != (p.new_width == 0):
+            raise self.error("Current implementation requires new_height and new_width to be set at the same time.")
+        if p.batch_size <= 0:
+            raise self.error("Positive batch size required")
+        lines = read_list(resolve(p.source))
+        log.info("A total of %d images.", len(lines))
+        skip = 0
+        if p.rand_skip:
+            skip = int(rng.host().integers(p.rand_skip))
+            if skip >= len(lines):
+                raise self.error(f"Not enough points to skip: {skip} of {len(lines)}")
+            log.info("Skipping first %d data points.", skip)
+        images = ImageList(lines, p.root_folder, p.shuffle, self.seed, (p.new_height, p.new_width), p.is_color)
+        first = images.read(skip, 1)[0][0]
+        top[0].reshape((p.batch_size, *self.transformer.output_shape(first.shape)))
+        top[1].reshape((p.batch_size,))
+        return ImageBatches(images, self.transformer, p.batch_size, skip, self.seed)
+
+
+class ImageBatches:
+    """Batch ``i`` of an ImageData layer: list records ``skip + i * batch_size`` on, transformed."""
+
+    def __init__(self, images: ImageList, transformer: DataTransformer, batch_size: int, skip: int, seed: int) -> None:
+        self.images = images
+        self.transformer = transformer
+        self.batch_size = batch_size
+        self.skip = skip
+        self.seed = seed
+
+    def __call__(self, index: int) -> tuple[np.ndarray, ...]:
+        images, labels = self.images.read(self.skip + index * self.batch_size, self.batch_size)
+        data = self.transformer(images, batch_rng(self.transformer, self.seed, index))
+        return data, labels.astype(data.dtype)

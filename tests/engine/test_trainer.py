@@ -1,0 +1,137 @@
+"""The training loop driven from another thread: events, pause/resume/stop, snapshots, failures."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from engine.solvers import create_solver
+from engine.trainer import Trainer
+from proto import caffe_pb2
+
+NET = """
+name: "tiny"
+layer { name: "input" type: "DummyData" top: "x" top: "y"
+        dummy_data_param { shape { dim: 16 dim: 4 } shape { dim: 16 dim: 1 }
+                           data_filler { type: "gaussian" std: 1 } data_filler { type: "gaussian" std: 1 } } }
+layer { name: "fc" type: "InnerProduct" bottom: "x" top: "fc"
+        inner_product_param { num_output: 1 weight_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "fc" bottom: "y" top: "loss" }
+"""
+
+
+def solver_param(extra: str = "") -> caffe_pb2.SolverParameter:
+    param = text_format.Parse(
+        'type: "SGD" base_lr: 0.01 momentum: 0.9 lr_policy: "fixed" max_iter: 40 display: 10 random_seed: 5',
+        caffe_pb2.SolverParameter(),
+    )
+    text_format.Merge(extra, param)
+    param.net_param.CopyFrom(text_format.Parse(NET, caffe_pb2.NetParameter()))
+    return param
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, kind: str, payload: dict) -> None:
+        with self.lock:
+            self.events.append((kind, payload))
+
+    def kinds(self) -> list[str]:
+        with self.lock:
+            return [k for k, _ in self.events]
+
+    def of(self, kind: str) -> list[dict]:
+        with self.lock:
+            return [p for k, p in self.events if k == kind]
+
+
+def test_events_of_a_whole_run(tmp_path):
+    recorder = Recorder()
+    prefix = str(tmp_path / "tiny")
+    trainer = Trainer(lambda: create_solver(solver_param(f'snapshot: 20 snapshot_prefix: "{prefix}"'),
+                                            log_fn=lambda s: None), recorder)
+    assert trainer.run()
+    kinds = recorder.kinds()
+    assert kinds[0] == "started" and kinds[-1] == "finished"
+    iterations = recorder.of("iteration")
+    assert [p["iter"] for p in iterations] == list(range(40))
+    assert all(p["lr"] == pytest.approx(0.01) for p in iterations)
+    assert [p["iter"] for p in recorder.of("snapshot")] == [20, 40]
+    assert (tmp_path / "tiny_iter_40.solverstate").exists()
+    assert recorder.of("finished")[0]["stopped"] is False
+
+
+def test_pause_resume_and_stop_from_another_thread():
+    recorder = Recorder()
+    paused_at = threading.Event()
+    gate = threading.Event()
+
+    def listener(kind, payload):
+        recorder(kind, payload)
+        if kind == "iteration" and payload["iter"] == 5:
+            trainer.pause()
+        if kind == "paused":
+            paused_at.set()
+
+    trainer = Trainer(lambda: create_solver(solver_param("max_iter: 100000"), log_fn=lambda s: None), listener)
+    worker = threading.Thread(target=lambda: (trainer.run(), gate.set()))
+    worker.start()
+    assert paused_at.wait(10)
+    count = len(recorder.of("iteration"))
+    assert trainer.paused and count == 6  # iterations 0..5, then it waits between iterations
+    threading.Event().wait(0.2)
+    assert len(recorder.of("iteration")) == count  # nothing runs while paused
+    trainer.resume()
+    while len(recorder.of("iteration")) < count + 5:
+        threading.Event().wait(0.01)
+    trainer.stop()
+    assert gate.wait(10)
+    worker.join()
+    assert "resumed" in recorder.kinds()
+    assert recorder.of("finished")[0]["stopped"] is True
+
+
+def test_snapshot_on_request(tmp_path):
+    recorder = Recorder()
+    prefix = str(tmp_path / "now")
+
+    def listener(kind, payload):
+        recorder(kind, payload)
+        if kind == "iteration" and payload["iter"] == 3:
+            trainer.request_snapshot()
+
+    trainer = Trainer(lambda: create_solver(solver_param(f'max_iter: 10 snapshot_prefix: "{prefix}" '
+                                                         "snapshot_after_train: false"), log_fn=lambda s: None),
+                      listener)
+    assert trainer.run()
+    assert [p["iter"] for p in recorder.of("snapshot")] == [4]
+    assert (tmp_path / "now_iter_4.caffemodel").exists()
+
+
+def test_non_finite_loss_stops_the_run_naming_the_layer(tmp_path):
+    recorder = Recorder()
+    prefix = str(tmp_path / "nan")
+    trainer = Trainer(lambda: create_solver(solver_param(f'base_lr: 1e6 snapshot: 1 snapshot_prefix: "{prefix}"'),
+                                            log_fn=lambda s: None), recorder)
+    assert not trainer.run()
+    message = recorder.of("error")[0]["message"]
+    assert "loss is" in message and "first non-finite output: layer 'loss'" in message
+    snapshots = sorted(tmp_path.glob("nan_iter_*.caffemodel"))
+    assert snapshots  # earlier snapshots stay intact and readable
+    net = caffe_pb2.NetParameter.FromString(snapshots[0].read_bytes())
+    assert np.isfinite(np.asarray(net.layer[1].blobs[0].data)).all()
+
+
+def test_setup_errors_are_reported_not_raised():
+    recorder = Recorder()
+    bad = solver_param()
+    bad.net_param.layer[1].bottom[0] = "nope"
+    trainer = Trainer(lambda: create_solver(bad, log_fn=lambda s: None), recorder)
+    assert not trainer.run()
+    assert "Unknown bottom blob 'nope'" in recorder.of("error")[0]["message"]
