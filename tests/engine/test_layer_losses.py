@@ -223,7 +223,7 @@ def test_hinge_gradient(xp, norm):
 
 def test_hinge_bad_labels(xp):
     x, _ = hinge_case()
-    with pytest.raises(LayerSetupError, match=r"'l' \(HingeLoss\): labels must be integers in \[0, 4\)"):
+    with pytest.raises(LayerSetupError, match=r"'l' \(HingeLoss\): labels must lie in \[0, 4\)"):
         run(xp, 'name: "l" type: "HingeLoss"', [x, [0, 1, 2, 3, 4]])
     with pytest.raises(LayerSetupError, match="one label per sample"):
         run(xp, 'name: "l" type: "HingeLoss"', [x, np.zeros((5, 2))])

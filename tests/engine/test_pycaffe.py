@@ -160,3 +160,54 @@ def test_callbacks_run_around_each_layer(deploy):
 def test_missing_phase_is_an_error(deploy):
     with pytest.raises(TypeError, match="phase"):
         caffe.Net(deploy)
+
+
+SOLVER = """
+net: "train.prototxt"
+type: "Adam"
+base_lr: 0.01
+lr_policy: "fixed"
+max_iter: 6
+display: 0
+snapshot_prefix: "snap"
+random_seed: 1
+"""
+
+
+@pytest.fixture
+def solver_file(tmp_path, train):
+    path = tmp_path / "solver.prototxt"
+    path.write_text(SOLVER)
+    return str(path)
+
+
+def test_get_solver_steps_and_exposes_nets(solver_file, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    solver = caffe.get_solver(solver_file)
+    assert isinstance(solver, caffe.Solver) and solver.param.type == "Adam" and solver.iter == 0
+    data = solver.net.blobs["data"].data
+    data[...] = np.random.default_rng(0).normal(size=data.shape)
+    solver.net.blobs["label"].data[...] = [0, 2]
+    before = solver.net.params["fc"][0].data.copy()
+    solver.step(2)
+    assert solver.iter == 2
+    assert not np.array_equal(before, solver.net.params["fc"][0].data)
+    assert solver.test_nets == []
+    starts = []
+    solver.add_callback(lambda: starts.append(solver.iter), lambda: None)
+    solver.solve()
+    assert solver.iter == 6 and starts == [2, 3, 4, 5]
+
+
+def test_typed_solver_classes_and_copy_from_before_stepping(solver_file, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # Caffe writes snapshot_prefix relative to the working directory
+    solver = caffe.SGDSolver(solver_file)
+    assert solver.param.type == "SGD"
+    trained = caffe.Net(str(tmp_path / "train.prototxt"), caffe.TRAIN)
+    trained.params["fc"][0].data[...] = 0.5
+    weights = str(tmp_path / "trained.caffemodel")
+    trained.save(weights)
+    solver.net.copy_from(weights)
+    np.testing.assert_array_equal(solver.net.params["fc"][0].data, 0.5)
+    solver.snapshot()
+    assert (tmp_path / "snap_iter_0.caffemodel").exists() and (tmp_path / "snap_iter_0.solverstate").exists()
