@@ -32,7 +32,9 @@ def read_file_list(path: Path) -> list[Path]:
 
 
 class HDF5Files:
-    def __init__(self, files: list[Path], datasets: list[str], shuffle: bool, seed: int, dtype: np.dtype) -> None:
+    def __init__(
+        self, files: list[Path], datasets: list[str], shuffle: bool, seed: int, dtype: np.dtype
+    ) -> None:
         self.files = files
         self.datasets = datasets
         self.shuffle = shuffle
@@ -41,7 +43,9 @@ class HDF5Files:
         self.rows = np.array([self._probe(f) for f in files], np.int64)
         self.total = int(self.rows.sum())
         self.row_shapes = self._row_shapes()
-        self._loaded: tuple[int, int, list[np.ndarray], np.ndarray] | None = None  # pass, slot, data, row order
+        self._loaded: tuple[int, int, list[np.ndarray], np.ndarray] | None = (
+            None  # pass, slot, data, row order
+        )
 
     def _probe(self, path: Path) -> int:
         """Rows of one file, checking that every top's dataset is there with as many rows."""

@@ -43,7 +43,13 @@ def read_list(path: Path) -> list[tuple[str, int]]:
 
 class ImageList:
     def __init__(
-        self, lines: list[tuple[str, int]], root_folder: str, shuffle: bool, seed: int, size: tuple[int, int], color: bool
+        self,
+        lines: list[tuple[str, int]],
+        root_folder: str,
+        shuffle: bool,
+        seed: int,
+        size: tuple[int, int],
+        color: bool,
     ) -> None:
         self.lines = lines
         self.root_folder = root_folder

@@ -16,7 +16,16 @@ from PIL import Image, UnidentifiedImageError
 
 from engine.data.errors import DataError
 
-_NATIVE = {"L": "L", "1": "L", "RGB": "RGB", "P": "RGB", "CMYK": "RGB", "YCbCr": "RGB", "RGBA": "RGBA", "LA": "RGBA"}
+_NATIVE = {
+    "L": "L",
+    "1": "L",
+    "RGB": "RGB",
+    "P": "RGB",
+    "CMYK": "RGB",
+    "YCbCr": "RGB",
+    "RGBA": "RGBA",
+    "LA": "RGBA",
+}
 
 
 def decode_image(data: bytes, mode: str | None = None, name: str = "<image>") -> np.ndarray:

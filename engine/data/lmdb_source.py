@@ -29,7 +29,9 @@ def _acquire(path: Path) -> tuple[str, lmdb.Environment]:
     with _envs_lock:
         entry = _envs.get(key)
         if entry is None:
-            env = lmdb.open(key, subdir=path.is_dir(), readonly=True, lock=False, readahead=False, max_readers=126)
+            env = lmdb.open(
+                key, subdir=path.is_dir(), readonly=True, lock=False, readahead=False, max_readers=126
+            )
             entry = _envs[key] = [env, 0]
         entry[1] += 1
         return key, entry[0]

@@ -20,11 +20,15 @@ def write_datum_lmdb(
     """Records ``0 .. N-1`` of uint8 ``images`` (N, C, H, W) with int ``labels``; ``progress(done)``
     after every commit."""
     if images.dtype != np.uint8 or images.ndim != 4 or len(images) != len(labels):
-        raise ValueError(f"expected uint8 images (N, C, H, W) and N labels, got {images.shape} {images.dtype}")
+        raise ValueError(
+            f"expected uint8 images (N, C, H, W) and N labels, got {images.shape} {images.dtype}"
+        )
     n, c, h, w = images.shape
     datum = caffe_pb2.Datum(channels=c, height=h, width=w)
     # Leaf pages hold whole records: room for each record plus its page share, doubled for the tree.
-    env = lmdb.open(os.fspath(path), map_size=max(1 << 24, 2 * n * (c * h * w + 96)), subdir=True, meminit=False)
+    env = lmdb.open(
+        os.fspath(path), map_size=max(1 << 24, 2 * n * (c * h * w + 96)), subdir=True, meminit=False
+    )
     try:
         for begin in range(0, n, COMMIT_EVERY):
             with env.begin(write=True) as txn:

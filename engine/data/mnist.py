@@ -14,6 +14,7 @@ written last says the folder is complete; an interrupted conversion is redone.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.metadata
 import json
@@ -50,9 +51,11 @@ def bundled_pickle() -> Path:
         dist = importlib.metadata.distribution(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         raise DataError(f"the bundled MNIST needs the {DISTRIBUTION} package: {INSTALL_HINT}") from None
-    path = Path(os.fspath(dist.locate_file(PICKLE)))
+    path = Path(str(dist.locate_file(PICKLE)))
     if not path.is_file():
-        raise DataError(f"{DISTRIBUTION} {dist.version} is installed but {path} is missing; reinstall: {INSTALL_HINT}")
+        raise DataError(
+            f"{DISTRIBUTION} {dist.version} is installed but {path} is missing; reinstall: {INSTALL_HINT}"
+        )
     return path
 
 
@@ -93,6 +96,10 @@ def _labels(y: np.ndarray, path: Path) -> np.ndarray:
     return y.astype(np.int32)
 
 
+def _report_split(report: Progress, base: int, total: int, what: str, done: int) -> None:
+    report(base + done, total, what)
+
+
 def is_complete(folder: Path) -> bool:
     return (folder / MARKER).is_file() and all((folder / name / "data.mdb").is_file() for name in SPLITS)
 
@@ -115,12 +122,14 @@ def ensure_mnist(folder: Path | str | None = None, progress: Progress | None = N
             tmp = folder / f".{name}.{os.getpid()}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
-            write_datum_lmdb(tmp, images, labels, lambda n, base=done, what=name: report(base + n, total, what))
+            write_datum_lmdb(tmp, images, labels, functools.partial(_report_split, report, done, total, name))
             shutil.rmtree(folder / name, ignore_errors=True)
             os.replace(tmp, folder / name)
             done += len(labels)
         counts = {name: len(labels) for name, (_, labels) in zip(SPLITS, splits.values())}
-        write_text_atomic(folder / MARKER, json.dumps({"source": f"{DISTRIBUTION} {PICKLE}", "records": counts}))
+        write_text_atomic(
+            folder / MARKER, json.dumps({"source": f"{DISTRIBUTION} {PICKLE}", "records": counts})
+        )
     except OSError as exc:
         raise DataError(f"cannot write the MNIST LMDBs into {folder}: {exc}") from exc
     report(total, total, "done")

@@ -54,11 +54,13 @@ class Prefetcher:
         self._thread.join()
 
 
-def _produce(make: Callable[[int], Any], index: int, out: queue.Queue[tuple[bool, Any]], stop: threading.Event) -> None:
+def _produce(
+    make: Callable[[int], Any], index: int, out: queue.Queue[tuple[bool, Any]], stop: threading.Event
+) -> None:
     while not stop.is_set():
         try:
             item: tuple[bool, Any] = (True, make(index))
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which raises it
+        except BaseException as exc:
             item = (False, exc)
         while not stop.is_set():
             try:

@@ -8,6 +8,7 @@ pickles (numpy 1.x era) are read with ``encoding="latin1"``, as numpy documents 
 
 from __future__ import annotations
 
+import io
 import pickle
 from typing import IO, Any
 
@@ -31,13 +32,15 @@ class RestrictedUnpickler(pickle.Unpickler):
         try:
             return _ALLOWED[(module, name)]
         except KeyError:
-            raise pickle.UnpicklingError(f"refusing to load {module}.{name}: only numpy arrays are allowed") from None
+            raise pickle.UnpicklingError(
+                f"refusing to load {module}.{name}: only numpy arrays are allowed"
+            ) from None
 
     def persistent_load(self, pid: Any) -> Any:
         raise pickle.UnpicklingError("refusing a persistent id: only numpy arrays are allowed")
 
 
-def load_arrays(file: IO[bytes]) -> Any:
+def load_arrays(file: IO[bytes] | io.BufferedIOBase) -> Any:
     """What the pickle in ``file`` holds, built from tuples, lists, numbers and numeric numpy arrays."""
     value = RestrictedUnpickler(file, encoding="latin1").load()
     _check(value)
@@ -47,7 +50,9 @@ def load_arrays(file: IO[bytes]) -> Any:
 def _check(value: Any) -> None:
     if isinstance(value, np.ndarray):
         if value.dtype.hasobject or value.dtype.kind not in "biuf":
-            raise pickle.UnpicklingError(f"refusing an array of dtype {value.dtype}: only numbers are allowed")
+            raise pickle.UnpicklingError(
+                f"refusing an array of dtype {value.dtype}: only numbers are allowed"
+            )
     elif isinstance(value, tuple | list):
         for item in value:
             _check(item)

@@ -60,7 +60,9 @@ class DataTransformer:
             raise DataError(f"crop_size {self.crop} is larger than the {h}x{w} input")
         return (c, self.crop or h, self.crop or w)
 
-    def __call__(self, items: np.ndarray | Sequence[np.ndarray], rng: np.random.Generator | None = None) -> np.ndarray:
+    def __call__(
+        self, items: np.ndarray | Sequence[np.ndarray], rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         """(N, C, H, W) of the output dtype from a stacked batch or a list of (C, H, W) items."""
         if isinstance(items, np.ndarray):
             return self._transform(items, rng)
@@ -70,7 +72,9 @@ class DataTransformer:
         out = [self._transform(item[None], rng)[0] for item in items]
         if len({o.shape for o in out}) > 1:
             shapes = sorted({item.shape for item in items})
-            raise DataError(f"items of different sizes {shapes} in one batch need a crop_size to fit together")
+            raise DataError(
+                f"items of different sizes {shapes} in one batch need a crop_size to fit together"
+            )
         return np.stack(out)
 
     def _transform(self, x: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
@@ -86,14 +90,19 @@ class DataTransformer:
         else:
             h_off = np.full(n, (h - ch) // 2)
             w_off = np.full(n, (w - cw) // 2)
-        rows = h_off[:, None] + np.arange(ch)
-        cols = w_off[:, None] + np.arange(cw)
-        cols = np.where(mirror[:, None], cols[:, ::-1], cols)
-        channel = np.arange(c)[None, :, None, None]
-        where = (rows[:, None, :, None], cols[:, None, None, :])
-        out = x[(np.arange(n)[:, None, None, None], channel, *where)].astype(self.dtype)
+        if mirror.any() or (h_off != h_off[0]).any() or (w_off != w_off[0]).any():
+            rows = h_off[:, None] + np.arange(ch)
+            cols = w_off[:, None] + np.arange(cw)
+            cols = np.where(mirror[:, None], cols[:, ::-1], cols)
+            channel = np.arange(c)[None, :, None, None]
+            where: tuple[Any, ...] = (channel, rows[:, None, :, None], cols[:, None, None, :])
+            picked = x[(np.arange(n)[:, None, None, None], *where)]
+        else:  # one window for the whole batch: a plain slice
+            where = (slice(None), slice(h_off[0], h_off[0] + ch), slice(w_off[0], w_off[0] + cw))
+            picked = x[(slice(None), *where)]
+        out = picked.astype(self.dtype)
         if mean is not None:
-            out -= mean[(channel, *where)]
+            out -= mean[where]
         elif self.mean_values.size:
             out -= self.mean_values[:, None, None] if self.mean_values.size > 1 else self.mean_values[0]
         if self.scale != 1:

@@ -10,6 +10,8 @@ upgraded nets never set them. No gradient.
 
 from __future__ import annotations
 
+import numpy as np
+
 from engine import rng
 from engine.blob import Blob
 from engine.data.datum import datum_to_array, parse_datum
@@ -18,8 +20,6 @@ from engine.data.paths import resolve
 from engine.data.transformer import DataTransformer
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, batch_rng, log
 from engine.layers.registry import register_layer
-
-import numpy as np
 
 
 @register_layer("Data")
@@ -30,7 +30,11 @@ class DataLayer(BasePrefetchingDataLayer):
             raise self.error("data_param.batch_size must be positive")
         for field in ("scale", "mean_file", "crop_size", "mirror"):
             if p.HasField(field):
-                log.warning("layer '%s': data_param.%s is deprecated and ignored; use transform_param", self.name, field)
+                log.warning(
+                    "layer '%s': data_param.%s is deprecated and ignored; use transform_param",
+                    self.name,
+                    field,
+                )
         self.prefetch_depth = p.prefetch
         source = open_database(p.source, p.backend, resolve(p.source))
         skip = int(rng.host().integers(p.rand_skip)) if p.rand_skip else 0
@@ -48,7 +52,13 @@ class DatumBatches:
     """Batch ``i`` of a Data layer: records ``skip + i * batch_size`` on, transformed."""
 
     def __init__(
-        self, source: LMDBSource, transformer: DataTransformer, batch_size: int, skip: int, seed: int, labels: bool
+        self,
+        source: LMDBSource,
+        transformer: DataTransformer,
+        batch_size: int,
+        skip: int,
+        seed: int,
+        labels: bool,
     ) -> None:
         self.source = source
         self.transformer = transformer

@@ -28,7 +28,9 @@ class ImageDataLayer(BasePrefetchingDataLayer):
     def data_layer_setup(self, top: list[Blob]) -> BatchMaker:
         p = self.param.image_data_param
         if (p.new_height == 0) != (p.new_width == 0):
-            raise self.error("Current implementation requires new_height and new_width to be set at the same time.")
+            raise self.error(
+                "Current implementation requires new_height and new_width to be set at the same time."
+            )
         if p.batch_size <= 0:
             raise self.error("Positive batch size required")
         lines = read_list(resolve(p.source))
@@ -39,7 +41,9 @@ class ImageDataLayer(BasePrefetchingDataLayer):
             if skip >= len(lines):
                 raise self.error(f"Not enough points to skip: {skip} of {len(lines)}")
             log.info("Skipping first %d data points.", skip)
-        images = ImageList(lines, p.root_folder, p.shuffle, self.seed, (p.new_height, p.new_width), p.is_color)
+        images = ImageList(
+            lines, p.root_folder, p.shuffle, self.seed, (p.new_height, p.new_width), p.is_color
+        )
         first = images.read(skip, 1)[0][0]
         top[0].reshape((p.batch_size, *self.transformer.output_shape(first.shape)))
         top[1].reshape((p.batch_size,))
@@ -49,7 +53,9 @@ class ImageDataLayer(BasePrefetchingDataLayer):
 class ImageBatches:
     """Batch ``i`` of an ImageData layer: list records ``skip + i * batch_size`` on, transformed."""
 
-    def __init__(self, images: ImageList, transformer: DataTransformer, batch_size: int, skip: int, seed: int) -> None:
+    def __init__(
+        self, images: ImageList, transformer: DataTransformer, batch_size: int, skip: int, seed: int
+    ) -> None:
         self.images = images
         self.transformer = transformer
         self.batch_size = batch_size

@@ -61,9 +61,13 @@ class MemoryDataLayer(Layer):
         _check_array(self, labels, "labels array", None)
         n = data.shape[0]
         if labels.shape[0] != n or labels.size != n:
-            raise self.error(f"data and labels must have the same first dimension: {data.shape} vs {labels.shape}")
+            raise self.error(
+                f"data and labels must have the same first dimension: {data.shape} vs {labels.shape}"
+            )
         if n == 0 or n % self.batch_size:
-            raise self.error(f"first dimensions of input arrays must be a multiple of batch size {self.batch_size}")
+            raise self.error(
+                f"first dimensions of input arrays must be a multiple of batch size {self.batch_size}"
+            )
         if self.param.HasField("transform_param"):
             log.warning("layer '%s': MemoryData does not transform array data on reset()", self.name)
         self.data, self.labels, self.n, self.pos = data, labels, n, 0

@@ -102,9 +102,8 @@ class PoolingLayer(Layer):
             for size, n, k, p, s in zip(self.size, self.pooled, self.kernel, self.pad, self.stride):
                 start = np.arange(n) * s - p
                 sizes.append(np.minimum(start + k, size + p) - start)
-            divisor = np.maximum(
-                np.outer(*sizes), 1
-            )  # a window wholly outside (stride > kernel) averages to 0
+            # A window past the image (stride > kernel) has size 0: 0/0 in Caffe, 0 here.
+            divisor = np.maximum(np.outer(*sizes), 1)
             self.divisor = self.xp.asarray(divisor.astype(self.dtype))
 
     # --- windows as patches ------------------------------------------------------------------

@@ -70,7 +70,10 @@ def test_empty_transform_is_the_identity_in_the_output_dtype():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_scale_and_mean_values_match_the_reference_bit_for_bit(dtype):
     x = uint8_batch()
-    for text, mean_values in [("mean_value: 127.5", (127.5,)), ("mean_value: 10 mean_value: 20 mean_value: 30.25", (10, 20, 30.25))]:
+    for text, mean_values in [
+        ("mean_value: 127.5", (127.5,)),
+        ("mean_value: 10 mean_value: 20 mean_value: 30.25", (10, 20, 30.25)),
+    ]:
         out = transformer(f"scale: 0.0078125 {text}", TEST, dtype)(x)
         for i in range(len(x)):
             want = reference(x[i], 0, 0, 0, False, 0.0078125, mean_values=mean_values, dtype=dtype)
@@ -107,7 +110,9 @@ def test_mean_file_with_random_crop_and_mirror_follows_caffes_order(tmp_path):
     """Crop and mirror pick the pixels; the mean is taken at the unmirrored source position."""
     x = unique_pixels(n=40, c=2, h=5, w=6) % 251
     mean = np.random.default_rng(2).uniform(0, 100, (2, 5, 6)).astype(np.float32)
-    t = transformer(f'mean_file: "{write_mean(tmp_path, mean, legacy=False)}" crop_size: 3 mirror: true scale: 2')
+    t = transformer(
+        f'mean_file: "{write_mean(tmp_path, mean, legacy=False)}" crop_size: 3 mirror: true scale: 2'
+    )
     out = t(x, np.random.default_rng(3))
     plain = transformer("crop_size: 3 mirror: true")(x, np.random.default_rng(3))  # same draws, no mean
     for i in range(len(x)):

@@ -317,4 +317,4 @@ def test_lenet_convolutions_take_little_time():
             layer.forward(bottom, top)
             layer.backward(top, [True], bottom)
         timings.append((time.perf_counter() - start) / 3)
-    assert sum(timings) < 0.5, f"LeNet convolutions took {timings} s per forward+backward"
+    assert sum(timings) < 1.0, f"LeNet convolutions took {timings} s per forward+backward"

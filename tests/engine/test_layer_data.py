@@ -33,14 +33,17 @@ def write_lmdb(path, values: list[bytes]) -> str:
 def uint8_datums(n=5, shape=(2, 3, 4), seed=0) -> tuple[list[bytes], np.ndarray]:
     images = np.random.default_rng(seed).integers(0, 256, (n, *shape)).astype(np.uint8)
     values = [
-        caffe_pb2.Datum(channels=shape[0], height=shape[1], width=shape[2], data=images[i].tobytes(), label=10 + i)
-        .SerializeToString()
+        caffe_pb2.Datum(
+            channels=shape[0], height=shape[1], width=shape[2], data=images[i].tobytes(), label=10 + i
+        ).SerializeToString()
         for i in range(n)
     ]
     return values, images
 
 
-def data_layer(xp, source, batch_size=2, extra="", tops=2, phase=caffe_pb2.TRAIN, backend="LMDB", data_extra=""):
+def data_layer(
+    xp, source, batch_size=2, extra="", tops=2, phase=caffe_pb2.TRAIN, backend="LMDB", data_extra=""
+):
     top_text = ' top: "label"' if tops == 2 else ""
     return make_layer(
         f'name: "d" type: "Data" top: "data"{top_text} {extra} '
@@ -74,7 +77,9 @@ def test_uint8_records_in_key_order_cycling_at_the_end(xp, tmp_path):
 def test_float_data_records_and_a_single_top(tmp_path):
     values = np.arange(2 * 6, dtype=np.float32).reshape(2, 1, 2, 3) / 7
     records = [
-        caffe_pb2.Datum(channels=1, height=2, width=3, float_data=v.ravel().tolist(), label=i).SerializeToString()
+        caffe_pb2.Datum(
+            channels=1, height=2, width=3, float_data=v.ravel().tolist(), label=i
+        ).SerializeToString()
         for i, v in enumerate(values)
     ]
     layer = data_layer(np, write_lmdb(tmp_path / "db", records), tops=1, extra="transform_param { scale: 2 }")
@@ -112,8 +117,13 @@ def test_encoded_png_records_decode_as_opencv_would(tmp_path):
 
 def test_transform_param_crops_and_scales_batches(xp, tmp_path):
     values, images = uint8_datums(3, shape=(1, 5, 6))
-    layer = data_layer(xp, write_lmdb(tmp_path / "db", values), 3, "transform_param { crop_size: 3 scale: 0.5 }",
-                       phase=caffe_pb2.TEST)
+    layer = data_layer(
+        xp,
+        write_lmdb(tmp_path / "db", values),
+        3,
+        "transform_param { crop_size: 3 scale: 0.5 }",
+        phase=caffe_pb2.TEST,
+    )
     top, out = run(layer, xp, 1)
     assert top[0].shape == (3, 1, 3, 3)
     np.testing.assert_array_equal(out[0][0], images[:, :, 1:4, 1:4] * 0.5)
@@ -203,7 +213,9 @@ def test_corrupt_and_inconsistent_records_name_the_record(tmp_path):
     with pytest.raises(LayerSetupError, match="is not a Datum"):  # the error sticks
         layer.forward([], top)
     short = caffe_pb2.Datum(channels=1, height=2, width=2, data=b"abc").SerializeToString()
-    with pytest.raises(LayerSetupError, match=r"db2 record '00000000': 3 bytes of data for a \(1, 2, 2\) Datum"):
+    with pytest.raises(
+        LayerSetupError, match=r"db2 record '00000000': 3 bytes of data for a \(1, 2, 2\) Datum"
+    ):
         data_layer(np, write_lmdb(tmp_path / "db2", [short])).setup([], blobs(2))
 
 

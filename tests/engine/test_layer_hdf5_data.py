@@ -24,7 +24,9 @@ def setup_files(tmp_path, sizes=(4, 3)) -> str:
     """Files of consecutive row ids, listed (relative to the list's folder) in a list file."""
     names, start = [], 0
     for i, n in enumerate(sizes):
-        write_h5(tmp_path / f"part{i}.h5", np.arange(start, start + n), label_dtype=np.int32 if i else np.float32)
+        write_h5(
+            tmp_path / f"part{i}.h5", np.arange(start, start + n), label_dtype=np.int32 if i else np.float32
+        )
         names.append(f"part{i}.h5")
         start += n
     (tmp_path / "list.txt").write_text("\n".join(names) + "\n")
@@ -84,6 +86,7 @@ def test_shuffle_permutes_files_and_rows_without_mixing_files(tmp_path):
         orders.add(tuple(runs))
     assert not all((ids == np.arange(12)).all(axis=1))
     assert len({tuple(p) for p in ids}) > 1
+    assert len(orders) > 1  # the file order is redrawn too
 
 
 def test_seek_replays_the_shuffled_stream(tmp_path):
@@ -136,6 +139,8 @@ def test_inconsistent_datasets_are_errors(tmp_path):
     top = blobs(2)
     layer.setup([], top)
     layer.forward([], top)
-    with pytest.raises(LayerSetupError, match=r"b.h5: rows of shape .*\(3, 3\).*the first file's are .*\(2, 3\)"):
+    with pytest.raises(
+        LayerSetupError, match=r"b.h5: rows of shape .*\(3, 3\).*the first file's are .*\(2, 3\)"
+    ):
         layer.forward([], top)
     layer.close()

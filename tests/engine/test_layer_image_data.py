@@ -119,7 +119,9 @@ def test_rand_skip_and_a_transform(tmp_path):
     firsts = set()
     for seed in range(8):
         rng.set_random_seed(seed)
-        layer = image_layer(np, source, 1, "rand_skip: 3", "transform_param { crop_size: 3 scale: 2 } phase: TEST")
+        layer = image_layer(
+            np, source, 1, "rand_skip: 3", "transform_param { crop_size: 3 scale: 2 } phase: TEST"
+        )
         _, out = forward(layer, np, 2)
         first = int(out[0][1][0])
         assert first < 3 and int(out[1][1][0]) == first + 1
@@ -129,7 +131,9 @@ def test_rand_skip_and_a_transform(tmp_path):
 
 
 def test_missing_files_and_bad_lines_name_the_file(tmp_path):
-    with pytest.raises(LayerSetupError, match=r"'img' \(ImageData\): cannot open the image list .*nolist.txt"):
+    with pytest.raises(
+        LayerSetupError, match=r"'img' \(ImageData\): cannot open the image list .*nolist.txt"
+    ):
         image_layer(np, tmp_path / "nolist.txt").setup([], blobs(2))
     bad = write_list(tmp_path / "bad.txt", ["a.png 1", "b.png"])
     with pytest.raises(LayerSetupError, match=r"bad.txt:2: expected 'path label', got 'b.png'"):

@@ -225,3 +225,23 @@ def test_needs_four_axes():
 @pytest.mark.parametrize("case", ["pooling_max", "pooling_ave"])
 def test_matches_caffe_golden(xp, goldens, case):
     replay_golden_layer(goldens, case, "pool", xp)
+
+
+def test_windows_past_the_image_when_stride_exceeds_kernel(xp):
+    """kernel 1, stride 2 on 4 rows gives ceil(3/2) + 1 = 3 rows: the last windows hold no pixel.
+
+    Caffe leaves -FLT_MAX there for MAX (and divides 0 by 0 for AVE; here 0); no gradient flows from them.
+    """
+    x = distinct((1, 1, 4, 4))
+    for method in ("MAX", "AVE"):
+        layer = make_layer(pool_text(pool=method, kernel_size=1, stride=2), xp)
+        bottom, (y,) = run(layer, x.shape, xp, 1, x)
+        y_host = host(y.data)[0, 0]
+        np.testing.assert_array_equal(y_host[:2, :2], x[0, 0, ::2, ::2])
+        empty = np.finfo(np.float32).min if method == "MAX" else 0
+        assert np.all(y_host[2] == empty) and np.all(y_host[:, 2] == empty)
+        y.diff[...] = 1
+        layer.backward([y], [True], [bottom])
+        want = np.zeros((4, 4))
+        want[::2, ::2] = 1
+        np.testing.assert_array_equal(host(bottom.diff)[0, 0], want)
