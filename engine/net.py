@@ -436,6 +436,13 @@ class Net:
                     raise NetError(f"Cannot share param weights from layer '{name}'; shape mismatch")
                 mine.share_data(theirs)
 
+    def close(self) -> None:
+        """Stop the layers' background work (data prefetch threads); the net is unusable after."""
+        for layer in self.layers:
+            close = getattr(layer, "close", None)
+            if close is not None:
+                close()
+
     def to(self, xp: ModuleType) -> None:
         """Move every blob and parameter to another array module (numpy <-> cupy)."""
         if xp is self.xp:

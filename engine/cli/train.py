@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 from engine import backend
 from engine.cli import glog
@@ -33,6 +34,34 @@ def read_solver(path: str) -> caffe_pb2.SolverParameter:
     return param
 
 
+BUNDLED = ("mnist_train_lmdb", "mnist_test_lmdb")
+
+
+def provide_bundled_mnist(param: caffe_pb2.SolverParameter, say: Callable[[str], None]) -> None:
+    """When a net reads Caffe's MNIST LMDBs and they are not where it says, use the bundled copy."""
+    from engine.data import mnist, paths
+    from proto import textio
+
+    nets = [param.net, param.train_net, *param.test_net]
+    sources = [
+        layer.data_param.source
+        for path in nets
+        if path and os.path.exists(path)
+        for layer in textio.read_net(path).layer
+        if layer.type == "Data"
+    ]
+    wanted = [s for s in sources if os.path.basename(os.path.normpath(s)) in BUNDLED]
+    if not wanted or all(paths.resolve(s).exists() for s in wanted):
+        return
+
+    def progress(done: int, total: int, what: str) -> None:
+        if done == total or done % 10000 == 0:
+            say(f"Preparing the bundled MNIST: {what} {done}/{total}")
+
+    paths.DATA_ROOT = mnist.ensure_mnist(progress=progress)
+    say(f"Using the bundled MNIST in {paths.DATA_ROOT}")
+
+
 def copy_weights(solver: Solver, paths: str) -> None:
     """`--weights a,b`: copy each file's layers into the train net and every test net."""
     from proto import binaryio
@@ -49,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     param = read_solver(args.solver)
     say = glog.printer("solver.cpp:0")
     say(f"Using {'GPU' if args.gpu else 'CPU'}")
+    provide_bundled_mnist(param, say)
     try:
         solver = create_solver(param, log_fn=say)
     except EngineError:

@@ -1,10 +1,11 @@
 """HDF5Data's files: a list of ``.h5`` files whose datasets are named by the layer's tops.
 
-As Caffe: the list holds whitespace-separated file names; rows are served file after file, a
-whole file is held in memory while it is read, and with ``shuffle`` the file order is redrawn
-every pass and the rows of each file every time it is loaded (files are never mixed). Record
-``i`` of the stream is found by arithmetic on the files' row counts, each permutation drawn from
-(seed, pass, file slot), so any record can be found again without replaying the ones before.
+As Caffe: the list holds whitespace-separated file names (a relative one is looked for in the
+working directory, then beside the list, then under the data root); rows are served file after
+file, a whole file is held in memory while it is read, and with ``shuffle`` the file order is
+redrawn every pass and the rows of each file every time it is loaded (files are never mixed).
+Record ``i`` of the stream is found by arithmetic on the files' row counts, each permutation drawn
+from (seed, pass, file slot), so any record can be found again without replaying the ones before.
 """
 
 from __future__ import annotations

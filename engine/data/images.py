@@ -48,14 +48,9 @@ def read_image(path: str | os.PathLike[str], mode: str | None = "color") -> np.n
 
 
 def _to_array(image: Image.Image, mode: str | None, name: str) -> np.ndarray:
-    if mode == "gray":
-        target = "L"
-    elif mode == "color":
-        target = "RGB"
-    elif image.mode in _NATIVE:
-        target = _NATIVE[image.mode]
-    else:  # 16-bit and float images: OpenCV would hand Caffe a depth it cannot read either
+    if image.mode not in _NATIVE:  # 16-bit and float images: Caffe reads 8-bit pixels only
         raise DataError(f"{name}: images of mode {image.mode} are not supported (8-bit gray or colour only)")
+    target = {"gray": "L", "color": "RGB"}.get(mode or "", _NATIVE[image.mode])
     pixels = np.asarray(image.convert(target), dtype=np.uint8)
     if pixels.ndim == 2:
         return pixels[None].copy()

@@ -2,9 +2,9 @@
 BasePrefetchingDataLayer: no bottoms; tops ``data`` and, when a second top is given, ``label``.
 
 A subclass's ``data_layer_setup`` opens its source, shapes the tops, and returns a function that
-builds batch ``i`` (host arrays, one per top); it runs on the prefetch thread, so it must not hold
-the layer (the thread would keep the layer alive). Batch ``i`` depends only on ``i`` and the seed the
-layer drew at setup, so a background thread can make batches ahead (``data_param.prefetch``, 4 by
+builds batch ``i`` (host arrays, one per top); it runs on the prefetch thread, so it must not
+hold the layer (the thread would keep the layer alive). Batch ``i`` depends only on ``i`` and the
+seed the layer drew at setup, so the thread can make batches ahead (``data_param.prefetch``, 4 by
 default) without the order depending on timing, and ``seek(i)`` makes the next forward produce
 batch ``i`` exactly as an uninterrupted run would (for resuming from a snapshot). Each forward
 reshapes the tops to the batch and copies it to the layer's array module once. No backward.
@@ -12,8 +12,9 @@ reshapes the tops to the batch and copies it to the layer's array module once. N
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -72,24 +73,15 @@ class BasePrefetchingDataLayer(Layer):
             self._prefetcher.close()
             self._prefetcher = None
 
-    def data_errors(self) -> _DataErrors:
-        return _DataErrors(self)
+    @contextlib.contextmanager
+    def data_errors(self) -> Iterator[None]:
+        """Turn a DataError into the layer's own error, naming the layer as well as the file."""
+        try:
+            yield
+        except DataError as exc:
+            raise self.error(str(exc)) from exc
 
 
 def batch_rng(transformer: DataTransformer, seed: int, index: int) -> np.random.Generator | None:
     """The generator for batch ``index``'s random crops and mirrors (None when none are drawn)."""
     return np.random.default_rng([seed, index]) if transformer.needs_random else None
-
-
-class _DataErrors:
-    """Turns a DataError into the layer's own error, naming the layer as well as the file."""
-
-    def __init__(self, layer: Layer) -> None:
-        self.layer = layer
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        if isinstance(exc, DataError):
-            raise self.layer.error(str(exc)) from exc

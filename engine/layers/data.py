@@ -4,8 +4,8 @@ Tops: data (N, C, H, W) after the transform_param; label (N,) when a second top 
 Records are read in key order and the reading cycles to the first record at the end. The shape
 is taken from the first record at setup and from the first record of every batch after that.
 ``rand_skip`` skips a random number of records (below it) once, at the start. The deprecated
-``scale``/``mean_file``/``crop_size``/``mirror`` of data_param are ignored, as Caffe's own
-upgraded nets never set them. No gradient.
+``scale``/``mean_file``/``crop_size``/``mirror`` of data_param are ignored with a warning, as
+Caffe ignores them outside V1 nets (whose upgrade moves them into transform_param). No gradient.
 """
 
 from __future__ import annotations

@@ -153,6 +153,7 @@ class Solver:
         p = self.param
         timer = time.perf_counter()
         while self.iter < stop_iter:
+            self._reseed()
             self.net.clear_param_diffs()
             if p.test_interval and self.iter % p.test_interval == 0 and (self.iter > 0 or p.test_initialization):
                 self.test_all()
@@ -185,6 +186,32 @@ class Solver:
             if request == "stop":
                 self.requested_early_exit = True
                 break
+
+    def _reseed(self) -> None:
+        """With a fixed random_seed, each iteration's noise (dropout, ...) depends only on the seed and
+        the iteration, so a run resumed from a snapshot draws what the uninterrupted run drew."""
+        if self.param.random_seed >= 0:
+            rng.set_random_seed(int(np.random.SeedSequence([self.param.random_seed, self.iter]).generate_state(1)[0]))
+
+    def tests_run_before(self, iteration: int) -> int:
+        """How many test passes a run from 0 has made before ``iteration`` starts."""
+        interval = self.param.test_interval
+        if not interval or not self.test_nets:
+            return 0
+        passes = (iteration - 1) // interval + 1 if iteration > 0 else 0  # at 0, interval, 2 * interval, ...
+        return passes - (0 if self.param.test_initialization or iteration == 0 else 1)
+
+    def _seek_data(self) -> None:
+        """Put the data layers where an uninterrupted run would be (Caffe restarts them at record 0)."""
+        batches = self.iter * self.param.iter_size
+        for layer in self.net.layers:
+            if hasattr(layer, "seek"):
+                layer.seek(batches)
+        tests = self.tests_run_before(self.iter)
+        for i, net in enumerate(self.test_nets):
+            for layer in net.layers:
+                if hasattr(layer, "seek"):
+                    layer.seek(tests * self.param.test_iter[i])
 
     def first_non_finite(self) -> str:
         """Name the first layer (in forward order) whose output holds NaN or inf."""
@@ -377,3 +404,4 @@ class Solver:
             )
         for blob, proto in zip(self.history, state.history):
             blob.from_proto(proto)
+        self._seek_data()

@@ -4,7 +4,11 @@ determinism across prefetching, seek, and clear errors for bad sources."""
 
 from __future__ import annotations
 
+import gc
 import io
+import shutil
+import threading
+import time
 
 import lmdb
 import numpy as np
@@ -238,3 +242,36 @@ def test_blob_counts_and_no_backward(tmp_path):
     layer.setup([], top)
     with pytest.raises(NotImplementedError):
         layer.backward(top, [True], [])
+
+
+def test_dropping_the_layer_stops_its_thread_and_releases_the_database(tmp_path):
+    values, _ = uint8_datums(4)
+    source = write_lmdb(tmp_path / "db", values)
+    layer = data_layer(np, source)
+    top = blobs(2)
+    layer.setup([], top)
+    layer.forward([], top)
+    assert any(t.name == "data-prefetch" for t in threading.enumerate())
+    del layer
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while any(t.name == "data-prefetch" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "data-prefetch" for t in threading.enumerate())
+    # lmdb opens a path once per process: the database must have been let go to be rewritten and reread.
+    shutil.rmtree(tmp_path / "db")
+    new_values, new_images = uint8_datums(4, seed=9)
+    _, out = run(data_layer(np, write_lmdb(tmp_path / "db", new_values)), np, 1)
+    np.testing.assert_array_equal(out[0][0], new_images[:2])
+
+
+def test_data_root_from_the_environment(tmp_path, monkeypatch):
+    (tmp_path / "root" / "sub").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(paths, "DATA_ROOT", None)
+    monkeypatch.setenv(paths.ENV_VAR, str(tmp_path / "root"))
+    assert paths.resolve("sub") == tmp_path / "root" / "sub"
+    assert paths.resolve("elsewhere/sub") == tmp_path / "root" / "sub"
+    assert paths.resolve("missing") == paths.Path("missing")  # as given, so the error names it
+    (tmp_path / "sub").mkdir()
+    assert paths.resolve("sub") == paths.Path("sub")  # the working directory comes first, as in Caffe

@@ -135,3 +135,99 @@ def test_setup_errors_are_reported_not_raised():
     trainer = Trainer(lambda: create_solver(bad, log_fn=lambda s: None), recorder)
     assert not trainer.run()
     assert "Unknown bottom blob 'nope'" in recorder.of("error")[0]["message"]
+
+
+RESUMABLE = """
+name: "resumable"
+layer { name: "input" type: "DummyData" top: "x" top: "y"
+        dummy_data_param { shape { dim: 16 dim: 8 } shape { dim: 16 dim: 1 }
+                           data_filler { type: "gaussian" std: 1 } data_filler { type: "gaussian" std: 1 } } }
+layer { name: "fc1" type: "InnerProduct" bottom: "x" top: "fc1"
+        inner_product_param { num_output: 16 weight_filler { type: "xavier" } } }
+layer { name: "drop" type: "Dropout" bottom: "fc1" top: "fc1" dropout_param { dropout_ratio: 0.3 } }
+layer { name: "fc2" type: "InnerProduct" bottom: "fc1" top: "fc2"
+        inner_product_param { num_output: 1 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "fc2" bottom: "y" top: "loss" }
+"""
+
+
+def losses_of(solver, iterations: int) -> list[float]:
+    seen: list[float] = []
+    solver.listeners.append(lambda kind, p: seen.append(p["loss"]) if kind == "iteration" else None)
+    solver.step(iterations)
+    return seen
+
+
+@pytest.mark.parametrize("kind", ["SGD", "Adam"])
+def test_stop_and_resume_reproduces_the_uninterrupted_losses(tmp_path, kind):
+    def make(extra: str = ""):
+        param = text_format.Parse(
+            f'type: "{kind}" base_lr: 0.01 momentum: 0.9 lr_policy: "step" gamma: 0.5 stepsize: 7 '
+            f'max_iter: 30 random_seed: 42 snapshot_prefix: "{tmp_path / "r"}" {extra}',
+            caffe_pb2.SolverParameter(),
+        )
+        param.net_param.CopyFrom(text_format.Parse(RESUMABLE, caffe_pb2.NetParameter()))
+        return create_solver(param, log_fn=lambda s: None)
+
+    straight = losses_of(make(), 20)
+    first = make()
+    head = losses_of(first, 9)
+    _, state = first.snapshot()
+    resumed = make()
+    resumed.restore(state)
+    tail = losses_of(resumed, 11)
+    np.testing.assert_allclose(head + tail, straight, rtol=1e-5, atol=1e-7)
+
+
+LMDB_NET = """
+name: "lmdb"
+layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+        transform_param { scale: 0.00390625 mirror: true }
+        data_param { source: "train_lmdb" backend: LMDB batch_size: 8 } }
+layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TEST }
+        transform_param { scale: 0.00390625 }
+        data_param { source: "test_lmdb" backend: LMDB batch_size: 10 } }
+layer { name: "fc" type: "InnerProduct" bottom: "data" top: "fc"
+        inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "acc" type: "Accuracy" bottom: "fc" bottom: "label" top: "acc" include { phase: TEST } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
+"""
+
+
+def test_resume_with_lmdb_data_and_test_nets_reproduces_losses_and_scores(tmp_path, monkeypatch):
+    from engine.data.lmdb_writer import write_datum_lmdb
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    write_datum_lmdb(tmp_path / "train_lmdb", rng.integers(0, 256, (37, 1, 4, 4), dtype=np.uint8),
+                     rng.integers(0, 3, 37))
+    write_datum_lmdb(tmp_path / "test_lmdb", rng.integers(0, 256, (25, 1, 4, 4), dtype=np.uint8),
+                     rng.integers(0, 3, 25))
+
+    def make():
+        param = text_format.Parse(
+            'type: "SGD" base_lr: 0.1 momentum: 0.9 lr_policy: "fixed" max_iter: 30 random_seed: 3 '
+            'test_iter: 2 test_interval: 4 snapshot_prefix: "s"', caffe_pb2.SolverParameter())
+        param.net_param.CopyFrom(text_format.Parse(LMDB_NET, caffe_pb2.NetParameter()))
+        return create_solver(param, log_fn=lambda s: None)
+
+    def record(solver, iterations):
+        seen: list[tuple] = []
+        solver.listeners.append(lambda kind, p: seen.append(
+            (kind, p["loss"] if kind == "iteration" else p.get("scores"))) if kind in ("iteration", "test") else None)
+        solver.step(iterations)
+        return seen
+
+    straight = record(make(), 14)
+    first = make()
+    head = record(first, 6)
+    _, state = first.snapshot()
+    resumed = make()
+    resumed.restore(state)
+    tail = record(resumed, 8)
+    got = head + tail
+    assert [k for k, _ in got] == [k for k, _ in straight]
+    for (_, a), (_, b) in zip(got, straight):  # losses, and test scores by name
+        assert a == pytest.approx(b, rel=1e-5)
+    for solver in (first, resumed):
+        solver.net.close()
