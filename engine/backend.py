@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy
 
+from engine.errors import EngineError
+
 try:  # cupy is an optional extra; its absence (or a broken CUDA install) is a normal state
     import cupy as _cupy
 
@@ -21,7 +23,7 @@ except Exception as exc:  # noqa: BLE001 - ImportError, CUDA driver errors, ...
     _cupy_error = f"cupy is not importable ({type(exc).__name__}: {exc}); install the 'gpu' extra"
 
 
-class BackendError(RuntimeError):
+class BackendError(EngineError, RuntimeError):
     """The GPU backend was asked for but cannot be used."""
 
 

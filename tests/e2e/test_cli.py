@@ -114,3 +114,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert re.search(message, lines[0]), lines[0]
+
+
+def test_gpu_flag_without_a_gpu_is_one_line_and_exit_2():
+    from engine import backend
+
+    if backend.gpu_available():
+        pytest.skip("a GPU is usable here; the refusal path cannot be exercised")
+    done = main("time", "--model", str(EXAMPLES / "mnist/lenet.prototxt"), "--iterations", "1", "--gpu")
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "cupy" in done.stderr

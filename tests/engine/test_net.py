@@ -214,3 +214,16 @@ def test_debug_info_reports_every_blob():
     assert any(line.startswith("    [Forward] Layer ip1, param blob 0 data:") for line in lines)
     assert any(line.startswith("    [Backward] Layer ip2, bottom blob ip1 diff:") for line in lines)
     assert any(line.startswith("    [Backward] All net params (data, diff): L1 norm = (") for line in lines)
+
+
+def test_a_net_moves_to_another_backend_with_one_call(xp):
+    net = build(MLP, dtype=np.float64)
+    set_inputs(net)
+    before = net.forward_backward()
+    grads = [backend.to_host(p.diff).copy() for p in net.learnable_params]
+    net.to(xp)
+    net.clear_param_diffs()
+    assert net.forward_backward() == pytest.approx(before, rel=1e-12)
+    assert backend.get_array_module(net.blob_by_name("ip1").data) is xp
+    for g, p in zip(grads, net.learnable_params):
+        np.testing.assert_allclose(backend.to_host(p.diff), g, rtol=1e-10)
