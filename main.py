@@ -73,6 +73,10 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         from proto import cli_upgrade
 
         return lambda args: cli_upgrade.run([args.input, args.output])
+    if name == "draw":
+        from graph_view.cli_draw import run
+
+        return run
     modules = {"splits": "splits", "time": "time", "device_query": "device_query", "fill": "fill",
                "train": "train", "test": "score"}
     if name in modules:

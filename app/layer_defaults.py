@@ -40,7 +40,12 @@ _STEMS = {
 }
 
 # Layers whose tops are the data and the labels rather than one blob named after the layer.
-_DATA_TOPS = {"Data": ["data", "label"], "ImageData": ["data", "label"], "HDF5Data": ["data", "label"]}
+_DATA_TOPS = {
+    "Data": ["data", "label"],
+    "ImageData": ["data", "label"],
+    "HDF5Data": ["data", "label"],
+    "MemoryData": ["data", "label"],
+}
 _NO_TOPS = {"Silence"}
 
 
@@ -103,6 +108,19 @@ def _embed(layer: LayerParameter) -> None:
     layer.embed_param.input_dim = 1000
 
 
+def _dummy_data(layer: LayerParameter) -> None:
+    layer.dummy_data_param.shape.add().dim.extend([64, 1, 28, 28])
+
+
+def _memory_data(layer: LayerParameter) -> None:
+    p = layer.memory_data_param
+    p.batch_size, p.channels, p.height, p.width = 64, 1, 28, 28
+
+
+def _clip(layer: LayerParameter) -> None:
+    layer.clip_param.min, layer.clip_param.max = 0.0, 6.0  # both required: ReLU6
+
+
 _FILL: dict[str, Callable[[LayerParameter], None]] = {
     "Convolution": _convolution("convolution_param"),
     "Deconvolution": _convolution("convolution_param"),
@@ -116,6 +134,15 @@ _FILL: dict[str, Callable[[LayerParameter], None]] = {
     "Data": _data,
     "ImageData": lambda layer: setattr(layer.image_data_param, "batch_size", 64),
     "HDF5Data": lambda layer: setattr(layer.hdf5_data_param, "batch_size", 64),
+    "DummyData": _dummy_data,
+    "MemoryData": _memory_data,
+    "Im2col": lambda layer: layer.convolution_param.kernel_size.append(3),
+    "SPP": lambda layer: setattr(layer.spp_param, "pyramid_height", 2),
+    "Clip": _clip,
+    "Tile": lambda layer: setattr(layer.tile_param, "tiles", 2),
+    # Reshape keeps the batch axis and flattens the rest.
+    "Reshape": lambda layer: layer.reshape_param.shape.dim.extend([0, -1]),
+    "Parameter": lambda layer: layer.parameter_param.shape.dim.extend([1, 64]),
 }
 
 

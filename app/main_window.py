@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QSettings, QSize, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -22,12 +22,19 @@ from PySide6.QtWidgets import (
     QStyle,
 )
 
+from app import commands, recovery
+from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.document import Change, Document
 from app.files import DEFAULT_SOLVER, open_path
-from app.layer_list import LayerList
+from app.fillers.docks import add_initialisation_docks
 from app.prototxt_editor import PrototxtEditor
+from app.selection import Selection
+from app.themes import LIGHT, apply_theme
+from app.training import TrainingDock
 from app.undo import UndoStack
+from app.workbench import INTERVAL_MS, Workbench
+from graph_view.editor import GraphEditor
 from proto.errors import FormatError
 
 APP_NAME = "Barista"
@@ -35,18 +42,30 @@ PROTOTXT_FILTER = "Caffe prototxt (*.prototxt *.pt *.txt);;All files (*)"
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, doc: Document | None = None) -> None:
+    def __init__(
+        self,
+        doc: Document | None = None,
+        *,
+        settings: QSettings | None = None,
+        recovery_dir: str | os.PathLike[str] | None = None,
+        autosave_ms: int = INTERVAL_MS,
+    ) -> None:
+        """``settings`` and ``recovery_dir`` (both off by default) remember the layout and autosave."""
         super().__init__()
         self.doc = doc if doc is not None else Document()
         self.undo_stack = UndoStack(self.doc, self)
+        self.selection = Selection(self.doc)
 
-        self.layers = LayerList(self.doc, self)  # TEMPORARY: the graph editor takes this place
-        self.setCentralWidget(self.layers)
+        self.graph = GraphEditor(self.doc, self.push, self.selection, commands, self)
+        self.setCentralWidget(self.graph)
         self.editor = PrototxtEditor(self.doc, self.undo_stack.push_command, self)
         self.editor_dock = QDockWidget("Prototxt", self)
         self.editor_dock.setObjectName("prototxtDock")
         self.editor_dock.setWidget(self.editor)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.editor_dock)
+        self.filler_dock, self.net_start_dock = add_initialisation_docks(self)
+        self.training = TrainingDock(self.doc, self, before_train=self.editor.commit)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.training)
 
         self.summary = QLabel(self)
         self.statusBar().addPermanentWidget(self.summary)
@@ -54,6 +73,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1280, 820)
         self.resizeDocks([self.editor_dock], [560], Qt.Orientation.Horizontal)
+        self.workbench = Workbench(self, settings, recovery_dir, autosave_ms)  # palette, inspector, solver…
         self.doc.changed.connect(self._on_change)
         self._refresh()
 
@@ -87,6 +107,7 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot open", str(e))
             return False
         self.statusBar().showMessage(f"Opened {kind} {os.path.basename(os.fspath(path))}", 4000)
+        self.workbench.opened(path)
         return True
 
     def open_dialog(self) -> None:
@@ -121,6 +142,7 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot save", str(e))
             return False
         self.statusBar().showMessage(f"Saved {os.path.basename(path)}", 4000)
+        self.workbench.opened(path)
         return True
 
     def maybe_save(self) -> bool:
@@ -135,6 +157,8 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.maybe_save():
+            self.training.shutdown()
+            self.workbench.closed()
             event.accept()
         else:
             event.ignore()
@@ -209,6 +233,9 @@ class MainWindow(QMainWindow):
         edit_menu.addActions([self.undo_action, self.redo_action])
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self.editor_dock.toggleViewAction())
+        view_menu.addActions([self.filler_dock.toggleViewAction(), self.net_start_dock.toggleViewAction()])
+        view_menu.addAction(self.training.toggleViewAction())
+        self.menuBar().addMenu("&Train").addActions(self.training.training_actions())
 
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -218,6 +245,8 @@ class MainWindow(QMainWindow):
         toolbar.addActions([self.open_action, self.save_action])
         toolbar.addSeparator()
         toolbar.addActions([self.undo_action, self.redo_action])
+        toolbar.addSeparator()
+        toolbar.addAction(self.training.train_action)
 
     def _update_actions(self) -> None:
         # Undo stays on while the editor holds text that does not parse: it drops that text.
@@ -243,10 +272,18 @@ class MainWindow(QMainWindow):
         return os.path.dirname(self.doc.net_path) if self.doc.net_path else os.getcwd()
 
 
-def open_window(argv: Sequence[str] = ()) -> MainWindow:
-    """A shown window on ``argv[1]`` (a net or a solver), or on the LeNet example and its solver."""
-    window = MainWindow()
-    window.open_file(argv[1] if len(argv) > 1 else DEFAULT_SOLVER)
+def open_window(
+    argv: Sequence[str] = (),
+    settings: QSettings | None = None,
+    recovery_dir: str | os.PathLike[str] | None = None,
+) -> MainWindow:
+    """A shown window on ``argv[1]`` (a net or a solver), or on the LeNet example and its solver.
+
+    With a ``recovery_dir``, work a crashed window autosaved there is offered back first.
+    """
+    window = MainWindow(settings=settings, recovery_dir=recovery_dir)
+    if recovery_dir is None or not recovery.offer(window, recovery_dir):
+        window.open_file(argv[1] if len(argv) > 1 else DEFAULT_SOLVER)
     window.show()
     return window
 
@@ -257,6 +294,6 @@ def run_app(argv: Sequence[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(argv)
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
-    app.setStyle("Fusion")
-    window = open_window(argv)  # noqa: F841  (kept alive until exec returns)
+    apply_theme(app, LIGHT)  # the remembered theme follows when the window restores its session
+    window = open_window(argv, QSettings(), default_recovery_folder())  # noqa: F841  (kept alive until exec)
     return app.exec()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from engine import backend
 from engine.cli import glog
 from engine.cli.common import read_net
+from engine.cli.train import provide_bundled_mnist
 from engine.errors import EngineError
 from engine.net import Net
 from proto import caffe_pb2
@@ -51,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
         raise EngineError("--iterations must be at least 1")
     if args.gpu:
         backend.set_mode_gpu()
-    net = Net(read_net(args.model), phase=caffe_pb2.TEST)
+    say = glog.printer("caffe.cpp:0")
+    param = read_net(args.model)
+    provide_bundled_mnist([param], say)
+    net = Net(param, phase=caffe_pb2.TEST)
     net.copy_trained_layers_from(binaryio.read_caffemodel(args.weights))
-    score(net, args.iterations, glog.printer("caffe.cpp:0"))
+    score(net, args.iterations, say)
     return 0

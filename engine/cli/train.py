@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from engine import backend
 from engine.cli import glog
@@ -37,19 +37,19 @@ def read_solver(path: str) -> caffe_pb2.SolverParameter:
 BUNDLED = ("mnist_train_lmdb", "mnist_test_lmdb")
 
 
-def provide_bundled_mnist(param: caffe_pb2.SolverParameter, say: Callable[[str], None]) -> None:
-    """When a net reads Caffe's MNIST LMDBs and they are not where it says, use the bundled copy."""
-    from engine.data import mnist, paths
+def solver_nets(param: caffe_pb2.SolverParameter) -> list[caffe_pb2.NetParameter]:
     from proto import textio
 
-    nets = [param.net, param.train_net, *param.test_net]
-    sources = [
-        layer.data_param.source
-        for path in nets
-        if path and os.path.exists(path)
-        for layer in textio.read_net(path).layer
-        if layer.type == "Data"
-    ]
+    paths = [param.net, param.train_net, *param.test_net]
+    inline = [param.net_param, param.train_net_param, *param.test_net_param]
+    return [textio.read_net(p) for p in paths if p and os.path.exists(p)] + [n for n in inline if n.layer]
+
+
+def provide_bundled_mnist(nets: Iterable[caffe_pb2.NetParameter], say: Callable[[str], None]) -> None:
+    """When a net reads Caffe's MNIST LMDBs and they are not where it says, use the bundled copy."""
+    from engine.data import mnist, paths
+
+    sources = [layer.data_param.source for net in nets for layer in net.layer if layer.type == "Data"]
     wanted = [s for s in sources if os.path.basename(os.path.normpath(s)) in BUNDLED]
     if not wanted or all(paths.resolve(s).exists() for s in wanted):
         return
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     param = read_solver(args.solver)
     say = glog.printer("solver.cpp:0")
     say(f"Using {'GPU' if args.gpu else 'CPU'}")
-    provide_bundled_mnist(param, say)
+    provide_bundled_mnist(solver_nets(param), say)
     try:
         solver = create_solver(param, log_fn=say)
     except EngineError:

@@ -65,7 +65,8 @@ def test_opens_the_lenet_example_with_its_solver(qtbot):
     assert w.open_file(DEFAULT_SOLVER if DEFAULT_SOLVER.is_file() else DEFAULT_NET)
     assert w.windowTitle() == "Barista — lenet_train_test.prototxt[*]"
     assert not w.isWindowModified()
-    assert w.doc.net.name == "LeNet" and w.layers.list.count() == len(w.doc.net.layer) > 5
+    w.graph.sync()
+    assert w.doc.net.name == "LeNet" and len(w.doc.net.layer) > 5 and "conv1" in w.graph.scene.nodes
     assert w.editor.text == w.doc.net_text() and w.editor.text.startswith("# LeNet")
     if DEFAULT_SOLVER.is_file():
         assert w.doc.solver_path.endswith("lenet_solver.prototxt") and w.doc.solver.max_iter > 0
@@ -82,7 +83,9 @@ def test_title_and_dirty_marker(window, net_file):
 def test_typing_changes_the_document_and_ctrl_z_restores(qtbot, window):
     type_after(qtbot, window, "num_output: 4", "2")
     qtbot.waitUntil(lambda: window.doc.layer(1).convolution_param.num_output == 42)
-    assert window.isWindowModified() and window.layers.list.count() == 3
+    window.graph.sync()  # the canvas follows the text
+    conv1 = window.graph.scene.nodes["conv1"].node.layer
+    assert window.isWindowModified() and conv1.convolution_param.num_output == 42
     window.activateWindow()
     window.editor.edit.setFocus()
     qtbot.keyClick(window.editor.edit, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)

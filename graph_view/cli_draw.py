@@ -1,0 +1,40 @@
+"""``main.py draw NET OUT.png|svg [--splits] [--phase P]``: the editor's picture, without a window.
+
+Problems the editor would badge are printed as warnings; the picture is still written (that is
+when a picture helps most). Bad input (no such net, a prototxt that does not parse, an output
+that is neither .png nor .svg) ends with one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def run(args: argparse.Namespace) -> int:
+    ext = os.path.splitext(args.output)[1].lower()
+    if ext not in (".png", ".svg"):
+        print(f"error: cannot draw to '{args.output}': the output must end in .png or .svg", file=sys.stderr)
+        return 2
+    from proto.textio import read_net
+
+    net = read_net(args.net)  # OSError / FormatError: main prints them
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from graph_view import render
+    from proto import caffe_pb2
+
+    app = QApplication.instance() or QApplication(["main.py draw"])  # noqa: F841  (kept for the render)
+    phase = caffe_pb2.TEST if str(getattr(args, "phase", "TRAIN")).upper() == "TEST" else caffe_pb2.TRAIN
+    scene = render.make_scene(net, os.path.abspath(args.net), phase, bool(getattr(args, "splits", False)))
+    for problem in scene.problems:
+        print(f"{problem.severity}: {problem.name}: {problem.message}", file=sys.stderr)
+    size = render.save(scene, args.output, title=net.name)
+    graph = scene.graph
+    print(
+        f"Wrote {args.output} ({size.width()}x{size.height()}): {len(graph.layers)} layers, "
+        f"{len(graph.nodes)} boxes, {len(scene.problems)} problem{'s' * (len(scene.problems) != 1)}"
+    )
+    return 0

@@ -1,0 +1,173 @@
+"""Gestures become the document's commands: drop, connect, delete, rename, copy, cut, paste, duplicate.
+
+The controller is handed the document, the ``push(command)`` callable every view edits through,
+and the module of command classes (``app.commands``): graph_view never imports app/. A command the
+document refuses raises; its reason goes out on ``message`` and nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QMimeData, QObject, QPointF, Signal
+from PySide6.QtWidgets import QApplication
+
+from graph_view import edits
+from graph_view.items import BandItem, NodeItem
+from graph_view.scene import GraphScene
+from graph_view.wires import WireItem
+
+MIME_LAYERS = "application/x-barista-layers"
+PASTE_OFFSET = 40.0
+
+
+class GraphController(QObject):
+    message = Signal(str)
+    select_request = Signal(list)  # document indices to select after an edit
+
+    def __init__(self, document: Any, push: Callable[[Any], None], commands: Any, scene: GraphScene) -> None:
+        super().__init__(scene)
+        self.document, self.push, self.commands, self.scene = document, push, commands, scene
+
+    @property
+    def layers(self):
+        return self.document.net.layer
+
+    def _push(self, command: Any) -> bool:
+        try:
+            self.push(command)
+        except ValueError as exc:  # CommandError: the document refused, nothing changed
+            self.message.emit(str(exc))
+            return False
+        return True
+
+    def _canonical(self, pos: QPointF) -> tuple[float, float]:
+        return (pos.x(), pos.y() if self.scene.downward else -pos.y())
+
+    # ---- adding and wiring ------------------------------------------------------------------
+    def add_layer(self, layer_type: str, pos: QPointF) -> bool:
+        layer = self.document.new_layer(layer_type)
+        self.scene.manual[layer.name] = self._canonical(pos)
+        if not self._push(self.commands.AddLayer(layer)):
+            self.scene.manual.pop(layer.name, None)
+            return False
+        self.select_request.emit([len(self.layers) - 1])
+        return True
+
+    def connect(self, src_key: str, src_slot: int, dst_key: str, dst_slot: int) -> bool:
+        graph = self.scene.graph
+        src, dst = graph.nodes.get(src_key), graph.nodes.get(dst_key)
+        if src is None or dst is None or src.index is None or dst.index is None:
+            return False
+        blob = src.tops[src_slot]
+        slot = None if dst_slot < 0 else dst_slot
+        if slot is not None and slot < len(dst.bottoms) and dst.bottoms[slot] == blob:
+            return False  # already wired so
+        last = max([src.index] + [b.index for b in src.bands if b.blob == blob and b.index is not None])
+        moves = edits.moves_after(self.layers, dst.index, last)
+        if moves is None:
+            self.message.emit(f"'{blob}' cannot feed '{dst.layer.name}': it depends on it (a cycle)")
+            return False
+        at = edits.position_after(moves, dst.index, len(self.layers))
+        connect = self.commands.Connect(at, blob, slot)
+        steps = [self.commands.MoveLayer(a, b) for a, b in moves] + [connect]
+        return self._push(steps[0] if len(steps) == 1 else self.commands.Compound(steps, connect.text))
+
+    # ---- removing -------------------------------------------------------------------------
+    def selected_layer_indices(self) -> list[int]:
+        """The selected boxes with their in-place bands, and selected bands alone."""
+        found: set[int] = set()
+        for item in self.scene.selectedItems():
+            if isinstance(item, NodeItem) and item.index is not None:
+                found.add(item.index)
+                found |= {b.index for b in item.node.bands if b.index is not None}
+            elif isinstance(item, BandItem) and item.index is not None:
+                found.add(item.index)
+        return sorted(found)
+
+    def delete_selection(self) -> bool:
+        if not self.scene.editable:
+            return False
+        removed = self.selected_layer_indices()
+        cuts = sorted(
+            {(w.dst_index, w.edge.dst_slot) for w in self.scene.selectedItems()
+             if isinstance(w, WireItem) and w.dst_index is not None and w.dst_index not in removed},
+            key=lambda c: (c[0], -c[1]),
+        )  # fmt: skip
+        steps = [self.commands.Disconnect(i, slot) for i, slot in cuts]
+        steps += [self.commands.RemoveLayer(i) for i in sorted(removed, reverse=True)]
+        if not steps:
+            return False
+        what = f"{len(removed)} layer{'s' * (len(removed) != 1)}" if removed else "wire"
+        return self._push(steps[0] if len(steps) == 1 else self.commands.Compound(steps, f"Delete {what}"))
+
+    # ---- renaming -------------------------------------------------------------------------
+    def rename(self, key: str, name: str) -> bool:
+        index = self.scene.graph.index_of(key)
+        if index is None:
+            return False
+        old = self.layers[index].name
+        if name == old:
+            return False
+        steps = [self.commands.RenameLayer(index, name)]
+        blobs = {b for layer in self.layers for b in (*layer.bottom, *layer.top)}
+        own_top = old in self.layers[index].top and old not in self.layers[index].bottom
+        if own_top and name not in blobs:  # conv1 makes blob conv1: keep the pair in step
+            steps.append(self.commands.RenameBlob(old, name))
+        command = steps[0] if len(steps) == 1 else self.commands.Compound(steps, steps[0].text)
+        if not self._push(command):
+            return False
+        if key in self.scene.manual:
+            self.scene.manual[name] = self.scene.manual.pop(key)
+        return True
+
+    # ---- clipboard --------------------------------------------------------------------------
+    def _selected_layers(self) -> list:
+        return [self.layers[i] for i in self.selected_layer_indices()]
+
+    def copy(self) -> bool:
+        layers = self._selected_layers()
+        if not layers:
+            return False
+        data = QMimeData()
+        text = edits.layers_to_text(layers)
+        data.setData(MIME_LAYERS, text.encode("utf-8"))
+        data.setText(text)
+        QApplication.clipboard().setMimeData(data)
+        return True
+
+    def cut(self) -> bool:
+        return self.copy() and self.delete_selection()
+
+    def paste(self) -> bool:
+        data = QApplication.clipboard().mimeData()
+        if data is None:
+            return False
+        text = (
+            bytes(data.data(MIME_LAYERS).data()).decode("utf-8")
+            if data.hasFormat(MIME_LAYERS)
+            else data.text()
+        )
+        return self._paste(edits.layers_from_text(text), "Paste")
+
+    def duplicate(self) -> bool:
+        return self._paste(self._selected_layers(), "Duplicate")
+
+    def _paste(self, layers: list, verb: str) -> bool:
+        if not layers or not self.scene.editable:
+            return False
+        names = [layer.name for layer in self.layers]
+        blobs = {b for layer in self.layers for b in (*layer.bottom, *layer.top)}
+        copies = edits.renamed_copies(layers, names, blobs)
+        steps = [self.commands.AddLayer(layer) for layer in copies]
+        count = len(copies)
+        if not self._push(self.commands.Compound(steps, f"{verb} {count} layer{'s' * (count != 1)}")):
+            return False
+        for old, new in zip(layers, copies):
+            if old.name in self.scene.manual:
+                x, y = self.scene.manual[old.name]
+                self.scene.manual[new.name] = (x + PASTE_OFFSET, y + PASTE_OFFSET)
+        total = len(self.layers)
+        self.select_request.emit(list(range(total - count, total)))
+        return True

@@ -1,0 +1,276 @@
+"""The graph editor widget: a toolbar, the canvas with its minimap, the problems list, the totals.
+
+``GraphEditor(document, push, selection, commands)`` mirrors ``document`` (anything with ``.net``,
+``.net_path``, ``.changed`` and ``.new_layer(type)``), edits it only through ``push(command)``
+with command classes from ``commands``, and shares ``selection`` (``.layers``, ``.select()``,
+``.changed``) with the rest of the app. Without ``push`` and ``commands`` it is a viewer.
+Document changes are coalesced: a Compound of twenty commands redraws once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from graph_view import sidecar, summary
+from graph_view.controller import GraphController
+from graph_view.minimap import Minimap
+from graph_view.problems import ProblemList
+from graph_view.scene import GraphScene
+from graph_view.toolbar import GraphToolbar
+from graph_view.view import GraphView
+
+NET_KINDS = {"net_loaded", "net_replaced", "layer_added", "layer_removed", "layer_changed", "layer_moved"}
+
+
+class GraphEditor(QWidget):
+    def __init__(
+        self, document: Any, push=None, selection: Any = None, commands: Any = None, parent=None
+    ) -> None:
+        super().__init__(parent)
+        self.document, self.selection = document, selection
+        self.scene = GraphScene(self)
+        self.scene.editing = push is not None and commands is not None
+        self.view = GraphView(self.scene, self)
+        self.minimap = Minimap(self.view)
+        self.problems = ProblemList(self)
+        self.toolbar = GraphToolbar(self)
+        self.status = QLabel(self)
+        self.status.setObjectName("graphStatus")
+        self.status.setStyleSheet("color: #6b7684; padding: 3px 10px;")
+        self.totals = QLabel(self)
+        self.totals.setObjectName("graphTotals")
+        self.totals.setStyleSheet("color: #374151; padding: 3px 10px;")
+        self._layout_widgets()
+        self.controller = (
+            GraphController(document, push, commands, self.scene) if self.scene.editing else None
+        )
+        self._pending = self._fit_pending = self._load_pending = False
+        self._syncing = False
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.sync)
+        self._message_timer = QTimer(self)
+        self._message_timer.setSingleShot(True)
+        self._message_timer.timeout.connect(lambda: self.status.setText(""))
+        self._connect()
+        self._make_actions()
+        self._load_pending = self._fit_pending = True
+        self.schedule()
+
+    def _layout_widgets(self) -> None:
+        bottom = QHBoxLayout()
+        bottom.setContentsMargins(0, 0, 0, 0)
+        bottom.addWidget(self.status, 1)
+        bottom.addWidget(self.totals)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.toolbar)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.problems)
+        layout.addLayout(bottom)
+        self.problems.hide()
+
+    def _connect(self) -> None:
+        self.document.changed.connect(self._on_change)
+        self.scene.rebuilt.connect(self._after_rebuild)
+        self.scene.selectionChanged.connect(self._scene_selection_changed)
+        self.scene.positions_changed.connect(self.save_sidecar)
+        self.problems.problem_clicked.connect(self.reveal)
+        self.toolbar.phase_changed.connect(self.set_phase)
+        self.toolbar.splits_toggled.connect(self.set_splits)
+        self.toolbar.direction_toggled.connect(self.set_downward)
+        self.toolbar.fit_clicked.connect(self.view.fit)
+        self.toolbar.relayout_clicked.connect(self.relayout)
+        if self.selection is not None:
+            self.selection.changed.connect(self._selection_changed)
+        if self.controller is not None:
+            self.view.layer_dropped.connect(self.controller.add_layer)
+            self.view.rename_finished.connect(self.controller.rename)
+            self.scene.connect_requested.connect(self.controller.connect)
+            self.controller.message.connect(self.show_message)
+            self.controller.select_request.connect(self._select_later)
+
+    def _make_actions(self) -> None:
+        """Canvas keys, bound on the canvas itself; the same QActions make its context menu."""
+        keys = QKeySequence.StandardKey
+
+        def action(text, slot, *shortcuts) -> QAction:
+            a = QAction(text, self)
+            a.triggered.connect(slot)
+            self.view.bind(shortcuts, a.trigger)
+            first = shortcuts[0]
+            hint = QKeySequence(first)
+            a.setText(f"{text}\t{hint.toString(QKeySequence.SequenceFormat.NativeText)}")
+            return a
+
+        self.fit_action = action("Fit to view", self.view.fit, "F", "Ctrl+0")
+        self.zoom_in_action = action("Zoom in", lambda: self.view.zoom_by(1.25), keys.ZoomIn, "Ctrl+=")
+        self.zoom_out_action = action("Zoom out", lambda: self.view.zoom_by(0.8), keys.ZoomOut)
+        self.select_all_action = action("Select all", self._select_all, keys.SelectAll)
+        menu = [self.fit_action, self.select_all_action]
+        c = self.controller
+        if c is not None:
+            self.rename_action = action("Rename", self._rename_selected, "F2")
+            self.duplicate_action = action("Duplicate", c.duplicate, "Ctrl+D")
+            self.copy_action = action("Copy", c.copy, keys.Copy)
+            self.cut_action = action("Cut", c.cut, keys.Cut)
+            self.paste_action = action("Paste", c.paste, keys.Paste)
+            self.delete_action = action("Delete", c.delete_selection, keys.Delete, "Backspace")
+            edits = [self.rename_action, self.duplicate_action, self.copy_action, self.cut_action]
+            menu = [*edits, self.paste_action, self.delete_action, _separator(self), *menu]
+        self.view.addActions(menu)  # no shortcuts on them: the canvas's own keys above do that
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+
+    # ---- following the document ---------------------------------------------------------------
+    def _on_change(self, change: Any) -> None:
+        kind = str(getattr(change, "kind", change))
+        if kind == "net_loaded":
+            self._load_pending = self._fit_pending = True
+            self.schedule()
+        elif kind in NET_KINDS:
+            self.schedule()
+        elif kind == "dirty_changed" and not getattr(self.document, "net_dirty", True):
+            if self.scene.manual:
+                self.save_sidecar()  # the net was saved: its layout goes with it
+        elif kind == "path_changed":
+            if self._load_pending:
+                self.schedule()
+            elif self.scene.manual:
+                self.save_sidecar()  # Save As: the positions follow the net to its new name
+
+    def schedule(self) -> None:
+        self._pending = True
+        self._timer.start(0)
+
+    def sync(self) -> None:
+        """Bring the canvas up to date with the document now (tests, and the timer, call this)."""
+        self._timer.stop()
+        if self._load_pending:
+            self._load_pending = False
+            self._load_sidecar()
+        if self._pending:
+            self._pending = False
+            self.scene.show_net(self.document.net)
+        if self._fit_pending and self.view.isVisible() and self.view.viewport().width() > 50:
+            self._fit_pending = False
+            self.view.fit_readable()
+
+    def _after_rebuild(self) -> None:
+        self._syncing = True
+        if self.selection is not None:
+            self.scene.select_indices(self.selection.layers)
+        self._syncing = False
+        self.problems.show_problems(self.scene.problems)
+        g = self.scene.graph
+        unknown = sum(1 for shapes in g.shapes.values() if None in shapes.tops)
+        text = f"{len(g.layers)} layers · "
+        if unknown == len(g.layers) and unknown:
+            text += "shapes unknown"
+        else:
+            text += f"{summary.count(g.total_params)} params · {summary.flops(g.total_flops)}/image"
+            text += f" · {unknown} without shapes" if unknown else ""
+        self.totals.setText(text)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._fit_pending:
+            QTimer.singleShot(0, self.sync)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self._fit_pending:
+            QTimer.singleShot(0, self.sync)
+
+    # ---- view state -----------------------------------------------------------------------------
+    def set_phase(self, phase: int) -> None:
+        self.scene.phase = phase
+        self.scene.rebuild()
+
+    def set_splits(self, on: bool) -> None:
+        self.scene.splits = on
+        self.toolbar.set_splits(on)
+        self.scene.rebuild()
+
+    def set_downward(self, downward: bool) -> None:
+        self.scene.downward = downward
+        self.toolbar.set_downward(downward)
+        self.scene.rebuild()
+        self.view.fit()
+        self.save_sidecar()
+
+    def relayout(self) -> None:
+        self.scene.relayout()
+        self.view.fit()
+        self.save_sidecar()
+
+    def _load_sidecar(self) -> None:
+        state = sidecar.load(getattr(self.document, "net_path", None))
+        self.scene.manual = dict(state.positions) if state else {}
+        self.scene.expanded = set(state.expanded) if state else set()
+        self.scene.downward = state.downward if state else False
+        self.toolbar.set_downward(self.scene.downward)
+
+    def save_sidecar(self) -> str | None:
+        path = getattr(self.document, "net_path", None)
+        if not path or not self.scene.editing:
+            return None
+        names = {layer.name for layer in self.document.net.layer}
+        positions = {k: v for k, v in self.scene.manual.items() if k in names}
+        expanded = {k for k in self.scene.expanded if k in names}
+        try:
+            return sidecar.save(path, sidecar.ViewState(positions, self.scene.downward, expanded))
+        except OSError as exc:
+            self.show_message(f"Cannot save the layout beside the net: {exc}")
+            return None
+
+    # ---- selection ------------------------------------------------------------------------------
+    def _scene_selection_changed(self) -> None:
+        if self._syncing or self.scene._building or self.selection is None:
+            return
+        self._syncing = True
+        self.selection.select(self.scene.selected_indices())
+        self._syncing = False
+
+    def _selection_changed(self, indices) -> None:
+        if self._syncing:
+            return
+        self._syncing = True
+        self.scene.select_indices(indices)
+        self._syncing = False
+
+    def _select_later(self, indices: list[int]) -> None:
+        if self.selection is not None:
+            self.selection.select(indices)
+
+    def _select_all(self) -> None:
+        for item in self.scene.nodes.values():
+            item.setSelected(True)
+
+    def reveal(self, key: str) -> None:
+        """Select a layer's box (or band) and bring it into view: what a click on a problem does."""
+        item = self.scene.item_of(key)
+        if item is None:
+            return
+        self.scene.clearSelection()
+        item.setSelected(True)
+        self.view.centerOn(item)
+
+    def _rename_selected(self) -> None:
+        keys = [k for k in self.scene.selected_keys() if k in self.scene.nodes]
+        if len(keys) == 1:
+            self.view.begin_rename(keys[0])
+
+    def show_message(self, text: str) -> None:
+        self.status.setText(text)
+        self._message_timer.start(6000)
+
+
+def _separator(parent: QWidget) -> QAction:
+    separator = QAction(parent)
+    separator.setSeparator(True)
+    return separator

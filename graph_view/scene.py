@@ -1,0 +1,250 @@
+"""The scene mirrors the net: ``show_net`` derives the graph, lays it out and (re)creates the items.
+
+View state lives here, never in the document: the phase shown, the split overlay, the flow
+direction, which boxes have their in-place bands unfolded, and the positions the user dragged
+boxes to (kept in canonical, top-to-bottom coordinates so flipping the direction mirrors them).
+Gestures come out as signals (``connect_requested``, ``rename_requested``, ``positions_changed``);
+the controller turns them into the document's commands.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsSceneMouseEvent
+
+from graph_view import style
+from graph_view.graph import Graph, build
+from graph_view.items import NodeItem, measure
+from graph_view.layout import Layout, LayoutEdge, layered
+from graph_view.ports import TOP, PortItem, accepts
+from graph_view.validation import Problem, validate
+from graph_view.wires import BlobLabel, WireItem
+from proto import caffe_pb2
+
+
+class GraphScene(QGraphicsScene):
+    connect_requested = Signal(str, int, str, int)  # source key, top slot, target key, bottom slot (-1: new)
+    rename_requested = Signal(str)  # node key
+    positions_changed = Signal()  # the user finished dragging boxes
+    rebuilt = Signal()
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.net = caffe_pb2.NetParameter()
+        self.phase, self.splits, self.downward = caffe_pb2.TRAIN, False, False
+        self.editing = True  # False: a picture only (the draw command, or no way to push commands)
+        self.cache_items = True  # False when rendering to a file: an SVG wants text, not cached bitmaps
+        self.expanded: set[str] = set()
+        self.manual: dict[str, tuple[float, float]] = {}  # key -> centre, canonical (top-to-bottom) y
+        self.graph: Graph = build(self.net)
+        self.problems: list[Problem] = []
+        self.nodes: dict[str, NodeItem] = {}
+        self.wires: list[WireItem] = []
+        self._wires_of: dict[str, list[WireItem]] = defaultdict(list)
+        self._layout_key: tuple | None = None
+        self._layout = Layout()
+        self._building = False
+        self._moved: set[str] = set()
+        self.detailed = True  # ports, labels and bands shown (the view turns them off far out)
+        self.setBackgroundBrush(QColor(style.BACKGROUND))
+        self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
+
+    @property
+    def editable(self) -> bool:
+        return self.editing and not self.splits
+
+    # ---- building -------------------------------------------------------------------------
+    def show_net(self, net: caffe_pb2.NetParameter) -> None:
+        self.net = net
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        selected = {getattr(item, "key", None) for item in self.selectedItems()}
+        self.graph = build(self.net, self.phase, self.splits)
+        self.problems = validate(self.graph)
+        by_key: dict[str, list[Problem]] = defaultdict(list)
+        for problem in self.problems:
+            by_key[problem.key].append(problem)
+        sizes = {key: measure(node, key in self.expanded) for key, node in self.graph.nodes.items()}
+        layout = self._lay_out(sizes)
+        self._building = True
+        self.clear()
+        self.nodes, self.wires, self._wires_of = {}, [], defaultdict(list)
+        dangling: dict[str, set[int]] = defaultdict(set)
+        for key, slot, _blob in self.graph.dangling:
+            dangling[key].add(slot)
+        for key, node in self.graph.nodes.items():
+            item = NodeItem(node, sizes[key], self.downward, key in self.expanded, by_key, dangling[key])
+            if self.cache_items:  # panning blits each box instead of drawing its text again
+                item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+            self.addItem(item)
+            item.setPos(self._position(key, layout))
+            self.nodes[key] = item
+            for stagger, port in enumerate(item.top_ports):
+                shape = node.top_shapes[port.slot] if port.slot < len(node.top_shapes) else None
+                BlobLabel(port, shape, self.downward, stagger)
+        for i, edge in enumerate(self.graph.edges):
+            src, dst = self.nodes[edge.src], self.nodes[edge.dst]
+            bends = (
+                [] if self._placed_by_hand(edge.src, edge.dst) else [QPointF(*p) for p in layout.routes[i]]
+            )
+            wire = WireItem(
+                edge, src.top_ports[edge.src_slot], dst.bottom_ports[edge.dst_slot], bends, self.downward
+            )
+            self.addItem(wire)
+            self.wires.append(wire)
+            self._wires_of[edge.src].append(wire)
+            self._wires_of[edge.dst].append(wire)
+        for item in self.items():
+            if getattr(item, "key", None) in selected:
+                item.setSelected(True)
+        if not self.detailed:
+            self._apply_detail()
+        self._building = False
+        self.setSceneRect(self.itemsBoundingRect().adjusted(-200, -200, 200, 200))
+        self.rebuilt.emit()
+
+    def _lay_out(self, sizes: dict[str, tuple[float, float]]) -> Layout:
+        edges = []
+        for e in self.graph.edges:
+            src, dst = self.graph.nodes[e.src], self.graph.nodes[e.dst]
+            src_dx = sizes[e.src][0] * ((e.src_slot + 1) / (len(src.tops) + 1) - 0.5)
+            dst_dx = sizes[e.dst][0] * ((e.dst_slot + 1) / (len(dst.bottoms) + 1) - 0.5)
+            edges.append(LayoutEdge(e.src, e.dst, src_dx, dst_dx, (e.src, e.src_slot)))
+        key = (tuple(sizes.items()), tuple(edges), self.downward)
+        if key != self._layout_key:  # an edit of settings alone keeps the layout
+            self._layout = layered(
+                list(self.graph.nodes), sizes, edges, self.downward, style.RANK_GAP, style.NODE_GAP
+            )
+            self._layout_key = key
+        return self._layout
+
+    def _position(self, key: str, layout: Layout) -> QPointF:
+        if key in self.manual and not self.splits:
+            x, y = self.manual[key]
+            return QPointF(x, y if self.downward else -y)
+        return QPointF(*layout.positions[key])
+
+    def _placed_by_hand(self, *keys: str) -> bool:
+        return not self.splits and any(k in self.manual for k in keys)
+
+    def relayout(self) -> None:
+        """Forget the user's positions: the automatic layout for every box."""
+        self.manual.clear()
+        self.rebuild()
+
+    def toggle_expanded(self, key: str) -> None:
+        self.expanded.symmetric_difference_update({key})
+        self.rebuild()
+
+    # ---- moving ---------------------------------------------------------------------------
+    def boxes_dragged(self) -> None:
+        """The user is dragging boxes: their wires follow (straight: the layout's bends no longer fit)."""
+        for item in self.selectedItems():
+            if isinstance(item, NodeItem):
+                for wire in self._wires_of[item.key]:
+                    wire.update_path(straight=True)
+                self._moved.add(item.key)
+
+    def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        super().mouseReleaseEvent(event)
+        if self._moved and not self.splits:
+            for key in self._moved:
+                if key in self.nodes:
+                    pos = self.nodes[key].pos()
+                    self.manual[key] = (pos.x(), pos.y() if self.downward else -pos.y())
+            self._moved.clear()
+            self.positions_changed.emit()
+        self._moved.clear()
+
+    # ---- connecting -----------------------------------------------------------------------
+    def target_at(self, source: PortItem, pos: QPointF) -> tuple[NodeItem, PortItem | None] | None:
+        """What a connection dropped at ``pos`` would attach to: a port, or a box (a new bottom)."""
+        for item in self.items(pos):
+            if isinstance(item, PortItem):
+                if accepts(source, item):
+                    return item.node, item
+                continue
+            node = item if isinstance(item, NodeItem) else item.parentItem()
+            if isinstance(node, NodeItem) and node is not source.node:
+                if source.side == TOP or len(node.top_ports) == 1:
+                    return node, None
+                return None
+        return None
+
+    def highlight_targets(self, source: PortItem | None, pos: QPointF) -> None:
+        hit = self.target_at(source, pos) if source is not None else None
+        for node in self.nodes.values():
+            for port in (*node.top_ports, *node.bottom_ports):
+                hot = hit is not None and port is hit[1]
+                if port.hot != hot:
+                    port.hot = hot
+                    port.update()
+
+    def finish_connection(self, source: PortItem, node: NodeItem, port: PortItem | None) -> None:
+        if source.side == TOP:
+            self.connect_requested.emit(source.key, source.slot, node.key, port.slot if port else -1)
+        else:
+            self.connect_requested.emit(node.key, port.slot if port else 0, source.key, source.slot)
+
+    # ---- selection ------------------------------------------------------------------------
+    def selected_keys(self) -> list[str]:
+        return [item.key for item in self.selectedItems() if hasattr(item, "key")]
+
+    def selected_indices(self) -> list[int]:
+        found = [getattr(item, "index", None) for item in self.selectedItems()]
+        return sorted({i for i in found if i is not None})
+
+    def select_indices(self, indices) -> None:
+        """Select the boxes and bands of these document layers (and nothing else)."""
+        wanted = {self.graph.keys_of_index.get(i) for i in indices}
+        for item in self.items():
+            if item.flags() & QGraphicsItem.GraphicsItemFlag.ItemIsSelectable and hasattr(item, "index"):
+                selected = getattr(item, "key", None) in wanted
+                if item.isSelected() != selected:
+                    item.setSelected(selected)
+
+    def item_of(self, key: str) -> QGraphicsItem | None:
+        host = self.graph.host.get(key)
+        node = self.nodes.get(host) if host else None
+        if node is None or key == host:
+            return node
+        return next((b for b in node.band_items if b.key == key), node)
+
+    # ---- drawing --------------------------------------------------------------------------
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+        if painter.worldTransform().m11() < 0.6:
+            painter.fillRect(rect, QColor(style.BACKGROUND))
+        else:
+            painter.fillRect(rect, _grid_brush())
+
+    def set_detail(self, detailed: bool) -> None:
+        """Far out, ports, labels and bands are too small to see: hiding them keeps panning fast."""
+        if detailed == self.detailed:
+            return
+        self.detailed = detailed
+        self._apply_detail()
+
+    def _apply_detail(self) -> None:
+        for node in self.nodes.values():
+            for child in node.childItems():
+                child.setVisible(self.detailed)
+
+
+_GRID: list[QBrush] = []
+
+
+def _grid_brush() -> QBrush:
+    """A dot every 24 scene units, as a tiled texture (one fill per repaint, not thousands of dots)."""
+    if not _GRID:
+        tile = QPixmap(24, 24)
+        tile.fill(QColor(style.BACKGROUND))
+        painter = QPainter(tile)
+        painter.setPen(QPen(QColor(style.GRID), 1.6))
+        painter.drawPoint(QPointF(0.8, 0.8))
+        painter.end()
+        _GRID.append(QBrush(tile))
+    return _GRID[0]

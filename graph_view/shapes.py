@@ -1,0 +1,201 @@
+"""Blob and parameter shapes from the engine's own layers, without allocating the net. Qt-free.
+
+Each layer of the (phase-filtered) net is set up in order, as ``engine.net.Net`` does, so the shapes
+and the error messages are the engine's. Two things keep it cheap enough to rerun on every edit,
+even for a ResNet-152 at batch 32 (a real ``Net`` allocates gigabytes there):
+
+* blobs live in a *shape-only* array module: every allocation is a zero-stride view of one element;
+* the big weights (Convolution, Deconvolution, InnerProduct, Embed) are handed to the layer as
+  already-loaded blobs of the shape its own checks expect, so no filler draws millions of values.
+
+A layer that fails records its message and leaves its tops unknown; layers after it still get
+their shapes where their inputs are known, so one mistake does not blank the whole picture.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from engine.blob import Blob
+from engine.layers import Layer, create_layer
+from engine.layers.conv import spatial_geometry
+from proto import caffe_pb2
+
+Shape = tuple[int, ...]
+LayerParameter = caffe_pb2.LayerParameter
+
+
+class _ShapeOnly(types.ModuleType):
+    """numpy, except that new arrays take no memory (one element seen through zero strides)."""
+
+    def __init__(self) -> None:
+        super().__init__("shape_only")
+
+    def zeros(self, shape, dtype=np.float32, *args, **kwargs):
+        shape = (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(d) for d in shape)
+        return as_strided(np.zeros(1, dtype), shape, (0,) * len(shape))
+
+    empty = zeros
+
+    def ones(self, shape, dtype=np.float32, *args, **kwargs):
+        return self.full(shape, 1, dtype)
+
+    def full(self, shape, fill_value, dtype=np.float32, *args, **kwargs):
+        array = self.zeros(shape, dtype)
+        array[...] = fill_value
+        return array
+
+    def zeros_like(self, a, dtype=None, *args, **kwargs):
+        return self.zeros(np.shape(a), dtype or a.dtype)
+
+    empty_like = zeros_like
+
+    def __getattr__(self, name: str):
+        return getattr(np, name)
+
+
+SHAPE_ONLY = _ShapeOnly()
+
+
+@dataclass
+class LayerShapes:
+    tops: list[Shape | None] = field(default_factory=list)
+    params: list[Shape] = field(default_factory=list)
+    error: str | None = None
+    data_error: bool = False  # a data layer that cannot read its source: a warning, not a mistake
+
+    @property
+    def param_count(self) -> int:
+        return sum(math.prod(s) for s in self.params)
+
+
+def _weight_shapes(layer: Layer, bottoms: list[Blob]) -> list[Shape] | None:
+    """The shapes the layer's own set-up would create, for the four layers whose weights are big."""
+    p, kind = layer.param, layer.param.type
+    if not bottoms:
+        return None
+    shape = bottoms[0].shape
+    if kind in ("Convolution", "Deconvolution"):
+        c = p.convolution_param
+        axis = bottoms[0].canonical_axis_index(c.axis)
+        kernel = spatial_geometry(layer, len(shape) - axis - 1)[0]
+        channels = shape[axis]
+        out, inp = (channels, c.num_output) if kind == "Deconvolution" else (c.num_output, channels)
+        if c.group <= 0 or inp % c.group:
+            return None
+        return [(out, inp // c.group, *kernel)] + [(c.num_output,)] * c.bias_term
+    if kind == "InnerProduct":
+        ip = p.inner_product_param
+        k = bottoms[0].count(bottoms[0].canonical_axis_index(ip.axis))
+        weight = (k, ip.num_output) if ip.transpose else (ip.num_output, k)
+        return [weight] + [(ip.num_output,)] * ip.bias_term
+    if kind == "Embed":
+        e = p.embed_param
+        return [(e.input_dim, e.num_output)] + [(e.num_output,)] * e.bias_term
+    return None
+
+
+def _make_layer(param: LayerParameter, bottoms: list[Blob]) -> Layer:
+    layer = create_layer(param, xp=SHAPE_ONLY)
+    if param.blobs:
+        return layer
+    try:
+        shapes = _weight_shapes(layer, bottoms)
+    except Exception:
+        shapes = None  # the real set-up below reports the problem in its own words
+    if not shapes:
+        return layer
+    preloaded = LayerParameter()
+    preloaded.CopyFrom(param)
+    for shape in shapes:
+        preloaded.blobs.add().shape.dim.extend(shape)
+    return create_layer(preloaded, xp=SHAPE_ONLY)
+
+
+def _set_up(param: LayerParameter, bottoms: list[Blob], tops: list[Blob]) -> Layer:
+    layer = _make_layer(param, bottoms)
+    if layer.auto_top_blobs:
+        tops += [
+            Blob((), np.float32, SHAPE_ONLY)
+            for _ in range(len(tops), max(layer.min_top, layer.exact_num_top))
+        ]
+    try:
+        layer.setup(bottoms, tops)
+    except Exception:
+        if not layer.blobs or param.type not in ("Convolution", "Deconvolution", "InnerProduct", "Embed"):
+            raise
+        layer = create_layer(param, xp=SHAPE_ONLY)  # our guess at the weights was wrong: fill them
+        layer.setup(bottoms, tops)
+    return layer
+
+
+# Set-up results by (layer, phase, bottom shapes): an edit usually changes one layer of many.
+_CACHE: OrderedDict[tuple, LayerShapes] = OrderedDict()
+_CACHE_SIZE = 4096
+
+
+def _blob(shape: Shape) -> Blob:
+    return Blob(shape, np.float32, SHAPE_ONLY)
+
+
+def _one(param: LayerParameter, bottoms: list[Blob], data_types: frozenset[str]) -> LayerShapes:
+    tops = [
+        bottoms[i] if i < len(param.bottom) and param.bottom[i] == name else Blob((), np.float32, SHAPE_ONLY)
+        for i, name in enumerate(param.top)
+    ]
+    try:
+        layer = _set_up(param, bottoms, tops)
+    except Exception as exc:  # any failure is the layer's: report it, keep going
+        message = str(exc) or type(exc).__name__
+        return LayerShapes(
+            [None] * len(param.top), [], message, not param.bottom and param.type in data_types
+        )
+    close = getattr(layer, "close", None)
+    if callable(close):
+        close()
+    return LayerShapes([b.shape for b in tops[: len(param.top)]], [b.shape for b in layer.blobs])
+
+
+DATA_TYPES = frozenset({"Data", "ImageData", "HDF5Data", "MemoryData", "WindowData"})
+
+
+def infer(layers: Sequence[LayerParameter], phase: int) -> list[LayerShapes]:
+    """Shapes for each layer of an already phase-filtered net, in order."""
+    shapes: dict[str, Shape] = {}  # blob -> its shape as of now
+    results: list[LayerShapes] = []
+    for source in layers:
+        if any(name not in shapes for name in source.bottom):
+            results.append(LayerShapes([None] * len(source.top)))  # its input is unknown: no new error
+            for name in source.top:
+                shapes.pop(name, None)
+            continue
+        bottom_shapes = tuple(shapes[name] for name in source.bottom)
+        # Sources (files) can change under us: a layer without bottoms is always set up again.
+        key = (source.SerializeToString(deterministic=True), phase, bottom_shapes) if source.bottom else ()
+        result = _CACHE.get(key) if key else None
+        if result is None:
+            param = LayerParameter()
+            param.CopyFrom(source)
+            if not param.HasField("phase"):
+                param.phase = phase
+            result = _one(param, [_blob(s) for s in bottom_shapes], DATA_TYPES)
+            if key:
+                _CACHE[key] = result
+                if len(_CACHE) > _CACHE_SIZE:
+                    _CACHE.popitem(last=False)
+        else:
+            _CACHE.move_to_end(key)
+        results.append(result)
+        for name, shape in zip(source.top, result.tops):
+            if shape is None:
+                shapes.pop(name, None)
+            else:
+                shapes[name] = shape
+    return results

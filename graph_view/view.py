@@ -1,0 +1,248 @@
+"""The canvas: zoom (wheel, at the cursor), pan (middle drag, Space + drag, trackpad), fit,
+rubber-band selection, dropping a layer type from the palette, and renaming a box in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import (
+    QDragEnterEvent,
+    QDragMoveEvent,
+    QDropEvent,
+    QKeyEvent,
+    QKeySequence,
+    QMouseEvent,
+    QPainter,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import QGraphicsView, QLineEdit, QWidget
+
+from graph_view.scene import GraphScene
+
+MIME_LAYER_TYPE = "application/x-barista-layer-type"
+MIN_ZOOM, MAX_ZOOM, FIT_MAX = 0.03, 4.0, 1.1
+READABLE = 0.55  # below this zoom the boxes' text cannot be read
+DETAIL_ZOOM = 0.35  # below this, boxes draw as coloured blocks
+
+
+class GraphView(QGraphicsView):
+    layer_dropped = Signal(str, QPointF)  # layer type, scene position
+    rename_finished = Signal(str, str)  # node key, new name
+    viewport_changed = Signal()
+
+    def __init__(self, scene: GraphScene, parent: QWidget | None = None) -> None:
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+        self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
+        self.setRubberBandSelectionMode(Qt.ItemSelectionMode.IntersectsItemShape)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontAdjustForAntialiasing)
+        self.setFrameShape(QGraphicsView.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # the minimap navigates
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setAcceptDrops(True)
+        self._pan_from: QPointF | None = None
+        self._space = False
+        self._rename: QLineEdit | None = None
+        self._rename_key = ""
+        self._keys: list[tuple[QKeySequence, Callable[[], object]]] = []
+        scene.rename_requested.connect(self.begin_rename)
+        self.horizontalScrollBar().valueChanged.connect(self.viewport_changed)
+        self.verticalScrollBar().valueChanged.connect(self.viewport_changed)
+
+    @property
+    def graph_scene(self) -> GraphScene:
+        return self.scene()  # type: ignore[return-value]
+
+    # ---- zoom and pan ---------------------------------------------------------------------
+    def zoom(self) -> float:
+        return self.transform().m11()
+
+    def zoom_by(self, factor: float) -> None:
+        factor = max(MIN_ZOOM / self.zoom(), min(MAX_ZOOM / self.zoom(), factor))
+        self.scale(factor, factor)
+        self._zoomed()
+
+    def _zoomed(self) -> None:
+        self.graph_scene.set_detail(self.zoom() >= DETAIL_ZOOM)
+        self.viewport_changed.emit()
+
+    def fit(self) -> None:
+        """The whole net in view, never magnified past ~1:1 (a three-layer net stays readable)."""
+        rect = self.graph_scene.itemsBoundingRect().adjusted(-30, -30, 30, 30)
+        if rect.isEmpty():
+            return
+        self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
+        if self.zoom() > FIT_MAX:
+            self.zoom_by(FIT_MAX / self.zoom())
+        self.centerOn(rect.center())
+        self._zoomed()
+
+    def fit_readable(self) -> None:
+        """Fit, unless that makes the text unreadable: then fit the width (at a zoom one can read)
+        and show the net's input end, where reading starts; the minimap shows the rest."""
+        self.fit()
+        rect = self.graph_scene.itemsBoundingRect().adjusted(-30, -30, 30, 30)
+        if self.zoom() >= READABLE or rect.isEmpty():
+            return
+        viewport = self.viewport().rect()
+        zoom = max(READABLE, min(0.85, viewport.width() / rect.width()))
+        self.zoom_by(zoom / self.zoom())
+        half = viewport.height() / 2 / zoom
+        y = rect.top() + half if self.graph_scene.downward else rect.bottom() - half
+        self.centerOn(QPointF(rect.center().x(), y))
+        self.viewport_changed.emit()
+
+    def visible_scene_rect(self) -> QRectF:
+        return self.mapToScene(self.viewport().rect()).boundingRect()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        trackpad = (
+            not event.pixelDelta().isNull() and not event.modifiers() & Qt.KeyboardModifier.ControlModifier
+        )
+        if trackpad:
+            super().wheelEvent(event)  # two-finger scrolling pans
+            return
+        steps = event.angleDelta().y() / 120.0
+        if steps:
+            self.zoom_by(1.15**steps)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.MiddleButton or (
+            self._space and event.button() == Qt.MouseButton.LeftButton
+        ):
+            self._pan_from = event.position()
+            self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+            return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._pan_from is not None:
+            delta = event.position() - self._pan_from
+            self._pan_from = event.position()
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - int(delta.x()))
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - int(delta.y()))
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if self._pan_from is not None:
+            self._pan_from = None
+            self.viewport().unsetCursor()
+            return
+        super().mouseReleaseEvent(event)
+
+    # ---- keys ---------------------------------------------------------------------------------
+    def bind(
+        self, keys: Sequence[QKeySequence | QKeySequence.StandardKey | str], action: Callable[[], object]
+    ) -> None:
+        """Run ``action`` on these keys while the canvas has the focus (before any window shortcut)."""
+        for key in keys:
+            for sequence in (
+                QKeySequence.keyBindings(key)
+                if isinstance(key, QKeySequence.StandardKey)
+                else [QKeySequence(key)]
+            ):
+                self._keys.append((sequence, action))
+
+    def _bound(self, event: QKeyEvent) -> Callable[[], object] | None:
+        pressed = QKeySequence(event.keyCombination())
+        return next((action for sequence, action in self._keys if sequence == pressed), None)
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and self._bound(event) is not None:
+            event.accept()  # ours: Delete, Ctrl+C... act on the canvas, not on the window's menus
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        action = self._bound(event)
+        if action is not None:
+            action()
+            event.accept()
+            return
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = True
+            self.viewport().setCursor(Qt.CursorShape.OpenHandCursor)
+            return
+        super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = False
+            self.viewport().unsetCursor()
+            return
+        super().keyReleaseEvent(event)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.viewport_changed.emit()
+
+    # ---- dropping a layer type --------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasFormat(MIME_LAYER_TYPE) and self.graph_scene.editable:
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
+        if event.mimeData().hasFormat(MIME_LAYER_TYPE) and self.graph_scene.editable:
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        data = event.mimeData()
+        if not data.hasFormat(MIME_LAYER_TYPE) or not self.graph_scene.editable:
+            event.ignore()
+            return
+        layer_type = bytes(data.data(MIME_LAYER_TYPE).data()).decode("utf-8").strip()
+        event.acceptProposedAction()
+        if layer_type:
+            self.layer_dropped.emit(layer_type, self.mapToScene(event.position().toPoint()))
+
+    # ---- renaming in place ------------------------------------------------------------------
+    def begin_rename(self, key: str) -> None:
+        node = self.graph_scene.nodes.get(key)
+        if node is None or not self.graph_scene.editable:
+            return
+        self.cancel_rename()
+        rect = self.mapFromScene(node.mapRectToScene(node.header_rect())).boundingRect()
+        edit = QLineEdit(node.node.layer.name, self.viewport())
+        edit.setObjectName("renameEdit")
+        edit.setGeometry(rect.adjusted(2, 1, -2, -1))
+        edit.selectAll()
+        edit.installEventFilter(self)
+        edit.returnPressed.connect(self._finish_rename)
+        edit.show()
+        edit.setFocus()
+        self._rename, self._rename_key = edit, key
+
+    def _finish_rename(self) -> None:
+        if self._rename is None:
+            return
+        key, name = self._rename_key, self._rename.text().strip()
+        self.cancel_rename()
+        if name:
+            self.rename_finished.emit(key, name)
+
+    def cancel_rename(self) -> None:
+        if self._rename is not None:
+            edit, self._rename = self._rename, None
+            edit.removeEventFilter(self)
+            edit.hide()
+            edit.setParent(None)  # gone from the canvas now, deleted when Qt is done with it
+            edit.deleteLater()
+            self.setFocus()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self._rename:
+            if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape:
+                self.cancel_rename()
+                return True
+            if event.type() == QEvent.Type.FocusOut:
+                self._finish_rename()
+        return super().eventFilter(watched, event)
