@@ -1,8 +1,8 @@
 """Where the files a net names are looked for.
 
 Caffe opens a relative ``source`` (and ``mean_file``) against the working directory. When that
-path does not exist, the data root is tried: ``DATA_ROOT`` (set by the app) or else the folder in
-the ``BARISTA_DATA_ROOT`` environment variable. Under it the whole relative path is tried first,
+path does not exist, the data root is tried: ``DATA_ROOT`` (set by the app), else the folder in
+the ``BARISTA_DATA_ROOT`` environment variable, else the bundled MNIST folder once it is prepared. Under it the whole relative path is tried first,
 then its last component alone, so Caffe's own ``examples/mnist/mnist_train_lmdb`` finds
 ``<root>/mnist_train_lmdb``.
 """
@@ -22,7 +22,10 @@ def data_root() -> Path | None:
     if DATA_ROOT is not None:
         return Path(DATA_ROOT)
     value = os.environ.get(ENV_VAR)
-    return Path(value) if value else None
+    if value:
+        return Path(value)
+    bundled = user_data_dir() / "mnist"  # prepared by engine.data.mnist on the first LeNet run
+    return bundled if bundled.is_dir() else None
 
 
 def resolve(path: str | os.PathLike[str], also: Iterable[Path] = ()) -> Path:
