@@ -73,6 +73,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1280, 820)
         self.resizeDocks([self.editor_dock], [560], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.training], [340], Qt.Orientation.Vertical)
         self.workbench = Workbench(self, settings, recovery_dir, autosave_ms)  # palette, inspector, solver…
         self.doc.changed.connect(self._on_change)
         self._refresh()

@@ -36,7 +36,8 @@ def learning_rate(param: caffe_pb2.SolverParameter, iteration: int, current_step
     if policy == "poly":
         return base * (1.0 - iteration / param.max_iter) ** power, current_step
     if policy == "sigmoid":
-        return base * (1.0 / (1.0 + math.exp(-gamma * (iteration - param.stepsize)))), current_step
+        z = -gamma * (iteration - param.stepsize)
+        return (0.0 if z > 700 else base / (1.0 + math.exp(z))), current_step  # exp overflows past ~709
     known = ", ".join(POLICIES)
     raise EngineError(f"Unknown learning rate policy: '{policy}' (known policies: {known})")
 

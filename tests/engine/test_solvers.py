@@ -178,6 +178,12 @@ def test_learning_rate_policies(policy, fields, formula):
         assert rate == pytest.approx(formula(it), rel=1e-6), f"{policy} at iteration {it}"  # float32 fields
 
 
+def test_sigmoid_policy_saturates_instead_of_overflowing():
+    param = text_format.Parse('base_lr: 0.1 lr_policy: "sigmoid" gamma: 0.5 stepsize: 4000', caffe_pb2.SolverParameter())
+    assert learning_rate(param, 0)[0] == 0.0
+    assert learning_rate(param, 8000)[0] == pytest.approx(0.1)
+
+
 def test_unknown_policy_and_missing_net_are_clear_errors():
     param = text_format.Parse('base_lr: 0.1 lr_policy: "cosine"', caffe_pb2.SolverParameter())
     with pytest.raises(EngineError, match="Unknown learning rate policy: 'cosine'"):

@@ -1,0 +1,137 @@
+"""The initial parameters exactly as ``main.py fill`` draws them, for the panel's shapes and previews.
+
+Qt-free. ``initialise(net, phase, seed)`` builds the phase's net with the engine's fillers drawing
+from a generator seeded with ``seed``, as ``engine.cli.fill.initial_parameters`` does for ``--phase P
+--seed S``:
+the blobs it returns are the very arrays ``fill`` writes to its .npz (keys ``LAYER/INDEX``). One
+build gives both the shapes (Caffe's shape inference) and the values: a layer's draws depend on
+every filler run before it, so no blob can be drawn alone and still match ``fill``.
+
+Only the layers up to the one shown are built (``upto``): the values of a layer do not depend on
+the layers after it.
+
+The engine's generator is one global, shared by every thread (the GUI thread infers shapes, a
+training run draws Dropout masks). Reseeding it for a preview would disturb them, and their draws
+during a preview would shift the preview's values. So ``seeded`` gives the *calling thread* its
+own generator: ``engine.rng.host`` and ``engine.rng.for_module`` are wrapped, once, to return a
+thread's own generator where it has one and the global one everywhere else.
+TODO(engine): this belongs in engine/rng.py as ``rng.using(generator)``; then drop the wrapping.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine import rng
+from engine.errors import EngineError
+from engine.net import Net
+from engine.netstate import layer_included, make_state
+from proto import caffe_pb2
+
+_local = threading.local()
+
+
+def _thread_aware(real: Callable[..., Any], pick: Callable[..., bool]) -> Callable[..., Any]:
+    def wrapped(*args: Any) -> Any:
+        own = getattr(_local, "generator", None)
+        return own if own is not None and pick(*args) else real(*args)
+
+    wrapped.thread_aware = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+if not getattr(rng.host, "thread_aware", False):
+    rng.host = _thread_aware(rng.host, lambda: True)
+    rng.for_module = _thread_aware(rng.for_module, lambda xp: xp is np)
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[np.random.Generator]:
+    """In this thread, draw as ``main.py fill --seed seed`` draws; other threads see no change."""
+    outer = getattr(_local, "generator", None)
+    _local.generator = np.random.default_rng(seed)  # what engine.rng.set_random_seed(seed) makes
+    try:
+        yield _local.generator
+    finally:
+        _local.generator = outer
+
+
+@dataclass
+class Initial:
+    """A net's parameter blobs as its fillers draw them for one phase and seed."""
+
+    phase: int
+    seed: int
+    upto: int = -1  # the last document layer built: later ones were left out (they draw afterwards)
+    blobs: dict[int, list[np.ndarray]] = field(default_factory=dict)  # document layer index -> blobs
+    error: str | None = None  # why the net could not be built (then ``blobs`` is empty)
+
+    def covers(self, index: int) -> bool:
+        return index <= self.upto
+
+    def shapes(self, index: int) -> list[tuple[int, ...]] | None:
+        arrays = self.blobs.get(index)
+        return None if arrays is None else [a.shape for a in arrays]
+
+
+def net_layer_index(net: Net, param: caffe_pb2.NetParameter, index: int, phase: int) -> int | None:
+    """Where document layer ``index`` sits in ``net`` built for ``phase``; None if the phase drops it."""
+    state = make_state(phase, param.state.level, param.state.stage)
+    try:
+        if not layer_included(param.layer[index], state):
+            return None
+        name = param.layer[index].name
+        before = sum(
+            1 for layer in param.layer[:index] if layer.name == name and layer_included(layer, state)
+        )
+    except EngineError:
+        return None
+    matches = [i for i, n in enumerate(net.layer_names) if n == name]
+    return matches[before] if before < len(matches) else None
+
+
+def build(param: caffe_pb2.NetParameter, phase: int, seed: int) -> Net:
+    """The net as ``main.py fill`` builds it (host arrays, float32), fillers seeded with ``seed``."""
+    with seeded(seed):
+        return Net(param, phase=phase, xp=np)
+
+
+def initialise(param: caffe_pb2.NetParameter, phase: int, seed: int, upto: int | None = None) -> Initial:
+    """The parameters as ``fill`` draws them; with ``upto``, only of document layers 0..upto.
+
+    Layers draw in order, so leaving out the ones after ``upto`` changes none of the values drawn
+    before: selecting conv1 of a net with a 100M-value fc6 does not wait for fc6.
+    """
+    if upto is not None and upto < len(param.layer) - 1:
+        head = caffe_pb2.NetParameter()
+        head.CopyFrom(param)
+        del head.layer[upto + 1 :]
+        param = head
+    result = Initial(phase, seed, upto=len(param.layer) - 1)
+    try:
+        net = build(param, phase, seed)
+    except Exception as e:  # any layer's refusal: the panel shows it and keeps the last shapes
+        result.error = str(e) or type(e).__name__
+        return result
+    try:
+        for index in range(len(param.layer)):
+            at = net_layer_index(net, param, index, phase)
+            if at is not None:
+                result.blobs[index] = [np.asarray(blob.data) for blob in net.layers[at].blobs]
+    finally:
+        close(net)
+    return result
+
+
+def close(net: Net) -> None:
+    """Stop any data layer's prefetch thread (forwarding a batch starts one)."""
+    for layer in net.layers:
+        closer = getattr(layer, "close", None)
+        if callable(closer):
+            closer()

@@ -1,0 +1,147 @@
+"""How the net starts: one batch forward and backward through the freshly initialised net.
+
+Qt-free and run off the GUI thread. The net is built, seeded, as ``main.py fill`` builds it (so
+the weights are the ones the panel previews), optionally with every weight filler replaced by one
+filler to compare initialisations. The batch comes from the net's own data layers when they can be
+read; Input layers get N(0, 1) values (labels: zeros, a valid class for every classifier loss).
+For every blob a layer produces (read after the in-place layers on it) it records the mean and std
+of the values and, after the backward pass, the L2 norm of the gradient reaching the blob. A net
+without a loss is given a random N(0, 1) gradient at its outputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.fillers.draws import close, seeded
+from app.fillers.slots import WEIGHT_LAYERS
+from engine.net import Net
+from proto import caffe_pb2
+
+FillerParameter = caffe_pb2.FillerParameter
+
+# The initialisations to compare: a label, and the filler put in every weight_filler (None: the net's own).
+CHOICES: dict[str, FillerParameter | None] = {
+    "the net's own fillers": None,
+    "xavier everywhere": FillerParameter(type="xavier"),
+    "msra everywhere": FillerParameter(type="msra"),
+    "gaussian std 0.01 everywhere": FillerParameter(type="gaussian", std=0.01),
+    "gaussian std 0.1 everywhere": FillerParameter(type="gaussian", std=0.1),
+}
+_NOT_PLOTTED = {"Split", "Silence", "Accuracy"}
+_WORDS = ((1e-3, "vanishes"), (0.1, "shrinks"), (10, "holds"), (1e3, "grows"), (math.inf, "explodes"))
+
+
+@dataclass
+class Probe:
+    label: str
+    names: list[str] = field(default_factory=list)  # the producing layers, in forward order
+    act_mean: list[float] = field(default_factory=list)
+    act_std: list[float] = field(default_factory=list)
+    grad_norm: list[float] = field(default_factory=list)  # ||d loss / d output||, NaN where none flows
+    source: str = ""  # where the batch came from
+    loss: float = math.nan
+    error: str | None = None
+
+
+def with_weights(param: caffe_pb2.NetParameter, filler: FillerParameter | None) -> caffe_pb2.NetParameter:
+    net = caffe_pb2.NetParameter()
+    net.CopyFrom(param)
+    if filler is not None:
+        for layer in net.layer:
+            if layer.type in WEIGHT_LAYERS:
+                getattr(layer, WEIGHT_LAYERS[layer.type]).weight_filler.CopyFrom(filler)
+    net.force_backward = True  # a gradient for every layer, even where nothing below learns
+    return net
+
+
+def probe(param: caffe_pb2.NetParameter, phase: int, seed: int, label: str = "") -> Probe:
+    result = Probe(label or "the net's own fillers")
+    filler = CHOICES.get(result.label)
+    try:
+        with seeded(seed):  # data layers and Dropout draw from the engine's generator too
+            net = Net(with_weights(param, filler), phase=phase, xp=np)
+            try:
+                _run(net, seed, result)
+            finally:
+                close(net)
+    except Exception as e:
+        result.error = str(e) or type(e).__name__
+    return result
+
+
+def _run(net: Net, seed: int, result: Probe) -> None:
+    result.source = _feed(net, np.random.default_rng(seed))
+    # One point per blob a layer produces, read after the in-place layers on it (ReLU, Dropout):
+    # as Caffe's own picture stacks those inside their producer's box.
+    plotted = [
+        i
+        for i, layer in enumerate(net.layers)
+        if net.top_vecs[i]
+        and layer.type not in _NOT_PLOTTED
+        and not layer.loss(0)
+        and net.bottom_id_vecs[i][:1] != net.top_id_vecs[i][:1]
+    ]
+    result.names = [net.layer_names[i] for i in plotted]
+    result.loss = net.forward_from_to()
+    for i in plotted:
+        top = net.top_vecs[i][0].data.astype(np.float64)
+        result.act_mean.append(float(top.mean()))
+        result.act_std.append(float(top.std()))
+    if not any(net.blob_loss_weights):
+        gen = np.random.default_rng(seed + 1)
+        for blob in net.output_blobs:
+            blob.diff[...] = gen.standard_normal(blob.shape)
+        result.source += "; no loss: the backward pass starts from a random N(0, 1) gradient at the outputs"
+    net.backward()
+    for i in plotted:
+        diff = net.top_vecs[i][0].diff.astype(np.float64)
+        result.grad_norm.append(float(np.sqrt((diff * diff).sum())))
+
+
+def _feed(net: Net, gen: np.random.Generator) -> str:
+    """Fill the Input layers' tops; say where the batch comes from."""
+    labels = {
+        blob_id
+        for i, layer in enumerate(net.layers)
+        if layer.type.endswith("Loss") or layer.type == "Accuracy"
+        for blob_id in net.bottom_id_vecs[i][1:]
+    }
+    fed = []
+    for i, layer in enumerate(net.layers):
+        if layer.type != "Input":
+            continue
+        for blob, blob_id in zip(net.top_vecs[i], net.top_id_vecs[i]):
+            if blob_id in labels:
+                blob.data[...] = 0
+            else:
+                blob.data[...] = gen.standard_normal(blob.shape)
+            fed.append(f"{net.blob_names[blob_id]} {'×'.join(map(str, blob.shape))}")
+    sources = [
+        f"{net.layer_names[i]} ({layer.type})"
+        for i, layer in enumerate(net.layers)
+        if not net.bottom_vecs[i] and net.top_vecs[i] and layer.type != "Input"
+    ]
+    parts = []
+    if fed:
+        parts.append("random N(0, 1) values in " + ", ".join(fed))
+    if sources:
+        parts.append("a batch from " + ", ".join(sources))
+    return "; ".join(parts) or "no input layer"
+
+
+def verdict(result: Probe) -> str:
+    """One line: how the signal's spread changes from the first to the last plotted layer."""
+    stds = [s for s in result.act_std if s > 0]
+    if result.error or len(stds) < 2:
+        return ""
+    ratio = stds[-1] / stds[0]
+    grads = [g for g in result.grad_norm if g > 0 and math.isfinite(g)]
+    word = next(w for limit, w in _WORDS if ratio < limit)
+    text = f"activation std {word}: ×{ratio:.2g} from {result.names[0]} to {result.names[-1]}"
+    if len(grads) >= 2:
+        text += f"; gradient norm ×{grads[0] / grads[-1]:.2g} from the top back to the bottom"
+    return text

@@ -1,0 +1,381 @@
+"""The Initialisation panel: how each parameter blob of the selected layer starts.
+
+A row per blob (role, inferred shape, filler and the fields it reads) and a preview of the blob
+as the engine draws it. Edits go to the document as undoable commands; everything shown is
+recomputed from the document, off the GUI thread: the net is rebuilt, seeded, exactly as
+``main.py fill --phase P --seed S`` builds it (see ``draws``), so the previewed values are the ones
+``fill`` writes. When the net cannot be built (a data source missing, a filler refusing its
+settings) the rows keep the last shapes known and the preview says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.commands import Command, CommandError
+from app.document import NET_KINDS, Change, Document
+from app.fillers.draws import Initial, initialise
+from app.fillers.jobs import Jobs
+from app.fillers.preview import PreviewView
+from app.fillers.row import FillerRow
+from app.fillers.slots import Slot, describe, effective, is_set, set_filler, slots
+from app.fillers.summary import Preview, summarise
+from app.selection import Selection
+from proto import caffe_pb2
+
+STYLE = """
+#fillerRow { background: #f7f8fa; border: 1px solid #e3e6eb; border-radius: 6px; }
+#fillerRow[current="true"] { background: #eef4fc; border-color: #9bbce6; }
+#shapeLabel { color: #1f2937; font-family: monospace; }
+#hintLabel, #kernelCaption, #kernelLegend, #fillFooter { color: #6b7280; }
+#panelTitle, #previewTitle { font-weight: 600; color: #111827; }
+#previewMessage { color: #4b5563; padding: 8px; background: #f3f4f6; border-radius: 6px; }
+#previewWarnings { background: #fff6dc; border-left: 3px solid #e0a800; padding: 6px 8px; color: #5b4300; }
+#busyLabel { color: #b45309; }
+"""
+
+
+class FillerPanel(QWidget):
+    built = Signal()  # the net was (re)built for the current document, phase and seed
+    previewed = Signal()  # the preview shows (or explains the absence of) the chosen blob
+
+    def __init__(
+        self,
+        doc: Document,
+        push: Callable[[Command], None],
+        selection: Selection,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.doc, self.push, self.selection = doc, push, selection
+        self.phase, self.seed, self.blob = caffe_pb2.TRAIN, 1, 0
+        self.initial: Initial | None = None
+        self.rows: list[FillerRow] = []
+        self._rows_key: tuple = ()
+        self._known: dict[tuple[str, str], list[tuple[int, ...]]] = {}  # last shapes seen, per layer
+        self._pending = True
+        self.build_jobs, self.preview_jobs = Jobs(self), Jobs(self)
+        self.build_jobs.done.connect(self._built)
+        self.preview_jobs.done.connect(self._previewed)
+        self.preview_jobs.failed.connect(lambda m: self._explain(f"Could not draw the preview: {m}"))
+        for jobs in (self.build_jobs, self.preview_jobs):
+            jobs.busy_changed.connect(self._update_busy)
+        self._timer = QTimer(self, singleShot=True, interval=150)
+        self._timer.timeout.connect(self._build)
+        self._make_widgets()
+        doc.changed.connect(self._on_doc)
+        selection.changed.connect(self._on_selection)
+        self._refresh_layers()
+        self._refresh_rows()
+
+    # ---- widgets ------------------------------------------------------------------------------
+    def _make_widgets(self) -> None:
+        self.setStyleSheet(STYLE)
+        self.layer_combo = QComboBox(self)
+        self.layer_combo.setPlaceholderText("choose a layer with weights")
+        self.layer_combo.setMinimumContentsLength(18)
+        self.layer_combo.activated.connect(lambda i: self.selection.select(self.layer_combo.itemData(i)))
+        self.phase_combo = QComboBox(self)
+        self.phase_combo.addItems(["TRAIN", "TEST"])
+        self.phase_combo.setToolTip("Which phase's net to build: shapes and draws follow it")
+        self.phase_combo.currentIndexChanged.connect(self._set_phase)
+        self.seed_spin = QSpinBox(self)
+        self.seed_spin.setRange(0, 2**31 - 1)
+        self.seed_spin.setValue(self.seed)
+        self.seed_spin.setPrefix("seed ")
+        self.seed_spin.setToolTip("The seed of the draw, as main.py fill --seed")
+        self.seed_spin.valueChanged.connect(self._set_seed)
+        self.reseed = QPushButton("Reseed", self)
+        self.reseed.setToolTip("Draw again with the next seed")
+        self.reseed.clicked.connect(lambda: self.seed_spin.setValue(self.seed + 1))
+        self.busy = QLabel("drawing…", self)
+        self.busy.setObjectName("busyLabel")
+        self.busy.hide()
+
+        top = QHBoxLayout()
+        top.addWidget(self.layer_combo, 1)
+        top.addWidget(self.phase_combo)
+        top.addWidget(self.seed_spin)
+        top.addWidget(self.reseed)
+        self.title = QLabel(self)
+        self.title.setObjectName("panelTitle")
+        self.rows_box = QVBoxLayout()
+        self.rows_box.setSpacing(6)
+        self.group = QButtonGroup(self)
+        self.preview = PreviewView(self)
+        self.footer = QLabel(self)
+        self.footer.setObjectName("fillFooter")
+        self.footer.setWordWrap(True)
+        self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        body = QWidget(self)
+        column = QVBoxLayout(body)
+        column.setContentsMargins(10, 8, 10, 10)
+        column.setSpacing(8)
+        title_line = QHBoxLayout()
+        title_line.addWidget(self.title, 1)
+        title_line.addWidget(self.busy)
+        column.addLayout(title_line)
+        column.addLayout(self.rows_box)
+        line = QFrame(body)
+        line.setFrameShape(QFrame.Shape.HLine)
+        line.setStyleSheet("color: #e5e7eb;")
+        column.addWidget(line)
+        column.addWidget(self.preview)
+        column.addWidget(self.footer)
+        column.addStretch(1)
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(body)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 0)
+        outer.addLayout(top)
+        outer.addWidget(scroll, 1)
+
+    # ---- what the panel follows ---------------------------------------------------------------
+    @property
+    def index(self) -> int | None:
+        return self.selection.current
+
+    def current_slots(self) -> list[Slot]:
+        return slots(self.doc.layer(self.index)) if self.index is not None else []
+
+    def _on_doc(self, change: Change) -> None:
+        if change.kind not in NET_KINDS:
+            return
+        self._forget()
+        self._refresh_layers()
+        self._refresh_rows()
+        self._schedule()
+
+    def _on_selection(self, _layers: tuple[int, ...]) -> None:
+        self.blob = 0
+        self._refresh_layers()
+        self._refresh_rows()
+        self._request_preview()
+
+    def _set_phase(self, i: int) -> None:
+        self.phase = caffe_pb2.TRAIN if i == 0 else caffe_pb2.TEST
+        self._redraw()
+
+    def _set_seed(self, seed: int) -> None:
+        self.seed = seed
+        self._redraw()
+
+    def _redraw(self) -> None:
+        self._forget()
+        self._schedule()
+        self._refresh_rows()
+
+    def _forget(self) -> None:
+        """Drop the draws and any answer still on its way: they belong to a net that is gone."""
+        self.initial = None
+        self.build_jobs.cancel()
+        self.preview_jobs.cancel()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.initial is not None and self.initial.error is not None:
+            self._forget()  # a data source that was missing may have been prepared meanwhile
+        if self._pending or self.initial is None:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """Rebuild soon; only while the panel is on screen (a hidden panel catches up when shown)."""
+        self._pending = not self.isVisible()
+        if not self._pending:
+            self._timer.start()
+
+    # ---- building and drawing (off the GUI thread) ----------------------------------------------
+    def _build(self) -> None:
+        index = self.index
+        if not self.isVisible():  # hidden (or its window closed) since the request: catch up when shown
+            self._pending = True
+            return
+        if index is None or (self.initial is not None and self.initial.covers(index)):
+            return
+        net = caffe_pb2.NetParameter()
+        net.CopyFrom(self.doc.net)
+        phase, seed = self.phase, self.seed
+        self.build_jobs.submit(lambda: initialise(net, phase, seed, index))
+
+    def _built(self, initial: Initial) -> None:
+        self.initial = initial
+        if initial.error is None:
+            for index, layer in enumerate(self.doc.net.layer):
+                shapes = initial.shapes(index)
+                if shapes is not None:
+                    self._known[(layer.name, layer.type)] = shapes
+        self._refresh_rows()
+        self.built.emit()
+        self._request_preview()
+
+    def _request_preview(self) -> None:
+        index, found = self.index, self.current_slots()
+        if index is None or not found:
+            self._explain(self._placeholder())
+            return
+        slot = found[min(self.blob, len(found) - 1)]
+        layer = self.doc.layer(index)
+        title = self._preview_title(layer, slot)
+        if self.initial is None or not self.initial.covers(index):
+            self._schedule()
+            self.preview.show_message("Drawing…", title)
+            return
+        why = self._why_not(self.initial, index, slot)
+        if why:
+            self._explain(why, title)
+            return
+        values, filler = self.initial.blobs[index][self.blob], effective(layer, slot)
+        assert filler is not None  # _why_not ruled out blobs that no filler fills
+        kind, role = layer.type, slot.role
+        self.preview_jobs.submit(lambda: summarise(values, filler, kind, role))
+
+    def _why_not(self, initial: Initial, index: int, slot: Slot) -> str:
+        """Why blob ``self.blob`` of layer ``index`` has no preview; empty when it has one."""
+        phase, name = self._phase_name(), self.doc.layer(index).name
+        if initial.error is not None:
+            hint = (
+                " Shapes and draws appear once every data source opens."
+                if "cannot open" in initial.error
+                else ""
+            )
+            return f"The {phase} net cannot be built, so nothing can be drawn: {initial.error}.{hint}"
+        if index not in initial.blobs:
+            return f"'{name}' is not part of the {phase} net: switch the phase to see it."
+        if self.blob >= len(initial.blobs[index]):
+            return f"'{name}' has no blob {self.blob} in the {phase} net."
+        if slot.path is None:
+            return f"{slot.role}: {slot.note}."
+        return ""
+
+    def _previewed(self, preview: Preview) -> None:
+        index = self.index
+        if index is None:
+            return
+        layer = self.doc.layer(index)
+        found = self.current_slots()
+        slot = found[min(self.blob, len(found) - 1)]
+        self.preview.show_preview(preview, self._preview_title(layer, slot))
+        command = f"main.py fill --model NET --phase {self._phase_name()} --seed {self.seed}"
+        self.footer.setText(
+            f"These are the values <code>{command}</code> writes for this blob (key "
+            f"<code>{layer.name}/{self.blob}</code> of its .npz). Every filler before it in the net draws "
+            "first, so a change upstream changes these values too, never their distribution."
+        )
+        self.previewed.emit()
+
+    def _explain(self, text: str, title: str = "") -> None:
+        self.preview.show_message(text, title)
+        self.footer.setText("")
+        self.previewed.emit()
+
+    def _update_busy(self) -> None:
+        self.busy.setVisible(self.build_jobs.busy or self.preview_jobs.busy)
+
+    # ---- rows -----------------------------------------------------------------------------------
+    def _refresh_layers(self) -> None:
+        self.layer_combo.blockSignals(True)
+        self.layer_combo.clear()
+        for i, layer in enumerate(self.doc.net.layer):
+            if slots(layer):
+                phases = "/".join(caffe_pb2.Phase.Name(r.phase) for r in layer.include if r.HasField("phase"))
+                self.layer_combo.addItem(
+                    f"{layer.name}  ·  {layer.type}" + (f"  [{phases}]" if phases else ""), i
+                )
+        self.layer_combo.setCurrentIndex(
+            self.layer_combo.findData(self.index) if self.index is not None else -1
+        )
+        self.layer_combo.blockSignals(False)
+
+    def _refresh_rows(self) -> None:
+        index, found = self.index, self.current_slots()
+        key = (index, self.doc.layer(index).type if index is not None else None, tuple(found))
+        if key != self._rows_key:
+            self._make_rows(found)
+            self._rows_key = key
+        if index is None:
+            self.title.setText("")
+            return
+        layer = self.doc.layer(index)
+        what = (
+            f"{len(found)} parameter blob{'s' if len(found) != 1 else ''}" if found else "no parameter blobs"
+        )
+        self.title.setText(f"{layer.name} ({layer.type}): {what}")
+        built = self.initial is not None and self.initial.covers(index)
+        shapes = (
+            self.initial.shapes(index)
+            if self.initial is not None and built and not self.initial.error
+            else None
+        )
+        if shapes is None:
+            shapes = self._known.get((layer.name, layer.type))
+        for k, row in enumerate(self.rows):
+            shape = shapes[k] if shapes is not None and k < len(shapes) else None
+            row.set_state(effective(layer, row.slot), is_set(layer, row.slot), shape, not built)
+            row.setProperty("current", k == self.blob)
+            row.style().polish(row)
+
+    def _make_rows(self, found: list[Slot]) -> None:
+        for row in self.rows:
+            self.group.removeButton(row.radio)
+            row.deleteLater()
+        self.rows = []
+        for k, slot in enumerate(found):
+            row = FillerRow(slot, self)
+            self.group.addButton(row.radio, k)
+            row.radio.setChecked(k == self.blob)
+            row.chosen.connect(lambda k=k: self._choose(k))
+            row.edited.connect(lambda filler, slot=slot: self._edit(slot, filler))
+            self.rows_box.addWidget(row)
+            row.show()  # now, not when the event loop gets to it: the row is usable at once
+            self.rows.append(row)
+
+    def _choose(self, k: int) -> None:
+        if k != self.blob:
+            self.blob = k
+            self._refresh_rows()
+            self._request_preview()
+
+    def _edit(self, slot: Slot, filler: caffe_pb2.FillerParameter) -> None:
+        index = self.index
+        if index is None:
+            return
+        try:
+            self.push(set_filler(index, self.doc.layer(index), slot, filler))
+        except CommandError as e:
+            self._explain(f"Not changed: {e}")
+            self._refresh_rows()
+
+    # ---- words ----------------------------------------------------------------------------------
+    def _phase_name(self) -> str:
+        return caffe_pb2.Phase.Name(self.phase)
+
+    def _preview_title(self, layer: caffe_pb2.LayerParameter, slot: Slot) -> str:
+        filler = effective(layer, slot)
+        return f"{layer.name} · {slot.role}" + (f" · {describe(filler)}" if filler is not None else "")
+
+    def _placeholder(self) -> str:
+        if self.index is None:
+            return (
+                "Choose a layer with weights (Convolution, InnerProduct, PReLU, Scale, …) above or on the "
+                "canvas to see how each of its parameter blobs starts."
+            )
+        layer = self.doc.layer(self.index)
+        return f"'{layer.name}' ({layer.type}) learns no parameters: there is nothing to initialise."

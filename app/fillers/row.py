@@ -1,0 +1,213 @@
+"""One parameter blob of the selected layer: its role, its shape, its filler and the fields it reads.
+
+The row only shows and reports: ``edited`` carries the whole new FillerParameter (the panel turns
+it into an undoable command) and ``chosen`` asks for this blob's preview. Field editors are the
+ones the chosen filler reads, nothing else; they are rebuilt only when the filler type changes, so
+redrawing after an edit does not take the focus from the field being typed in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QDoubleValidator
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QSpinBox,
+    QWidget,
+)
+
+from app.fillers.slots import FIELDS, FILLER_TYPES, Slot, with_field, with_type
+from proto import caffe_pb2
+
+FillerParameter = caffe_pb2.FillerParameter
+NORMS = caffe_pb2.FillerParameter.VarianceNorm
+HINTS = {
+    "constant": "every value = value",
+    "uniform": "U[min, max]",
+    "gaussian": "N(mean, std²); sparse: keep ≈ sparse weights per output",
+    "positive_unitball": "U[0, 1], each output's weights scaled to sum to 1",
+    "xavier": "U[−a, a], a = √(3/n): variance 1/n",
+    "msra": "N(0, 2/n): for ReLU nets (He et al.)",
+    "bilinear": "a bilinear upsampling kernel in every slice",
+}
+LABELS = {
+    "value": "value",
+    "min": "min",
+    "max": "max",
+    "mean": "mean",
+    "std": "std",
+    "sparse": "sparse",
+    "variance_norm": "n =",
+}
+
+
+def shape_text(shape: tuple[int, ...] | None, pending: bool = False) -> str:
+    if shape is None:
+        return "inferring the shape…" if pending else "shape unknown"
+    count = math.prod(shape)
+    dims = " × ".join(str(d) for d in shape) or "scalar"
+    return dims if len(shape) <= 1 else f"{dims}  ({count:,} values)"
+
+
+class FillerRow(QFrame):
+    chosen = Signal()
+    edited = Signal(object)  # the new FillerParameter
+
+    def __init__(self, slot: Slot, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.slot = slot
+        self.filler: FillerParameter | None = None
+        self.editors: dict[str, QWidget] = {}
+        self.setObjectName("fillerRow")
+        self.radio = QRadioButton(slot.role, self)
+        self.radio.setToolTip("Preview this blob below")
+        self.radio.toggled.connect(self._toggled)
+        self.shape = QLabel("…", self)
+        self.shape.setObjectName("shapeLabel")
+        self.type_combo = QComboBox(self)
+        self.type_combo.addItems(FILLER_TYPES)
+        self.type_combo.setToolTip("The filler that draws this blob's initial values")
+        self.type_combo.currentTextChanged.connect(self._type_changed)
+        self.hint = QLabel(self)
+        self.hint.setObjectName("hintLabel")
+        self.hint.setWordWrap(True)
+        self.fields = QHBoxLayout()
+        self.fields.setSpacing(6)
+
+        grid = QGridLayout(self)
+        grid.setContentsMargins(8, 6, 8, 6)
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(4)
+        grid.addWidget(self.radio, 0, 0)
+        grid.addWidget(self.shape, 0, 1)
+        grid.addWidget(self.type_combo, 0, 2, Qt.AlignmentFlag.AlignRight)
+        grid.addLayout(self.fields, 1, 1, 1, 2)
+        grid.addWidget(self.hint, 2, 1, 1, 2)
+        grid.setColumnStretch(1, 1)
+        if slot.path is None:
+            self.type_combo.hide()
+            self.hint.setText(slot.note)
+
+    # ---- model -> view ----------------------------------------------------------------------
+    def set_state(
+        self,
+        filler: FillerParameter | None,
+        is_set: bool,
+        shape: tuple[int, ...] | None,
+        pending: bool = False,
+    ) -> None:
+        self.shape.setText(shape_text(shape, pending))
+        self.filler = filler
+        if filler is None:
+            return
+        self.type_combo.blockSignals(True)
+        if self.type_combo.findText(filler.type) < 0:  # a type the engine does not know: show it as is
+            self.type_combo.addItem(filler.type)
+        self.type_combo.setCurrentText(filler.type)
+        self.type_combo.blockSignals(False)
+        if tuple(self.editors) != FIELDS.get(filler.type, ()):
+            self._build_fields(filler.type)
+        for name, editor in self.editors.items():
+            _show(editor, getattr(filler, name))
+        unset = "" if is_set else "  ·  not set in the prototxt: the engine's default"
+        self.hint.setText(HINTS.get(filler.type, "unknown filler type") + unset)
+
+    def _build_fields(self, kind: str) -> None:
+        while (item := self.fields.takeAt(0)) is not None:
+            if (widget := item.widget()) is not None:
+                widget.deleteLater()
+        self.editors = {}
+        for name in FIELDS.get(kind, ()):
+            label = QLabel(LABELS[name], self)
+            label.setObjectName("fieldLabel")
+            editor = _editor(name, self)
+            editor.setObjectName(f"field_{name}")
+            self.fields.addWidget(label)
+            self.fields.addWidget(editor)
+            self.editors[name] = editor
+            label.show()  # a layout shows new children only later, through the event loop
+            editor.show()
+            _connect(editor, partial(self._field_changed, name))
+        if not self.editors:
+            self.fields.addWidget(QLabel("no settings", self))
+        self.fields.addStretch(1)
+
+    # ---- user -> model ----------------------------------------------------------------------
+    def _toggled(self, on: bool) -> None:
+        if on:
+            self.chosen.emit()
+
+    def _type_changed(self, kind: str) -> None:
+        if self.filler is not None and kind != self.filler.type:
+            self.edited.emit(with_type(self.filler, kind))
+
+    def _field_changed(self, name: str, value: float | int) -> None:
+        if self.filler is None:
+            return
+        old = getattr(self.filler, name)
+        if value != old and not (isinstance(old, float) and abs(value - old) <= 1e-7 * abs(old)):
+            self.edited.emit(with_field(self.filler, name, value))
+        else:
+            _show(self.editors[name], old)  # tidy what was typed back to the stored value
+
+
+def _editor(name: str, parent: QWidget) -> QWidget:
+    if name == "variance_norm":
+        combo = QComboBox(parent)
+        combo.addItems([NORMS.Name(v) for v in NORMS.values()])
+        combo.setToolTip("n: FAN_IN (inputs per output), FAN_OUT, or AVERAGE of the two")
+        return combo
+    if name == "sparse":
+        spin = QSpinBox(parent)
+        spin.setRange(-1, 1_000_000)
+        spin.setSpecialValueText("off")
+        spin.setToolTip("Expected non-zero weights per output unit; off keeps them all")
+        return spin
+    edit = QLineEdit(parent)
+    edit.setValidator(QDoubleValidator(edit))
+    edit.setMaximumWidth(90)
+    return edit
+
+
+def _connect(editor: QWidget, report: Callable[[float], None]) -> None:
+    if isinstance(editor, QComboBox):
+        editor.currentIndexChanged.connect(lambda i: report(NORMS.Value(editor.itemText(i))))
+    elif isinstance(editor, QSpinBox):
+        editor.editingFinished.connect(lambda: report(editor.value()))
+    elif isinstance(editor, QLineEdit):
+        line = editor
+
+        def finished() -> None:
+            value = _number(line.text())
+            if value is not None:  # the validator lets an unfinished number through: keep the stored one
+                report(value)
+
+        editor.editingFinished.connect(finished)
+
+
+def _show(editor: QWidget, value: float | int) -> None:
+    editor.blockSignals(True)
+    if isinstance(editor, QComboBox):
+        editor.setCurrentText(NORMS.Name(int(value)))
+    elif isinstance(editor, QSpinBox):
+        editor.setValue(int(value))
+    elif isinstance(editor, QLineEdit) and _number(editor.text()) != float(f"{value:.6g}"):
+        editor.setText(f"{value:.6g}")  # only when it differs: the cursor stays where the user is
+    editor.blockSignals(False)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None

@@ -1,0 +1,235 @@
+"""How the net starts: two initialisations side by side, one batch forward and backward each.
+
+Per layer, in forward order: the std and the mean of the layer's output and the norm of the
+gradient reaching it, for initialisation A (blue) and B (orange), so a signal that vanishes or
+explodes through depth shows as a falling or climbing line. Runs off the GUI thread whenever the
+panel is on screen and the net, the phase, the seed or a choice changes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
+
+from app.document import NET_KINDS, Change, Document
+from app.fillers.jobs import Jobs
+from app.fillers.netstart import CHOICES, Probe, probe, verdict
+from proto import caffe_pb2
+
+COLOURS = ("#3b6fb6", "#e07b00")
+MAX_NAMES = 8  # layer names under an axis
+PLOTS = (
+    ("act_std", "output std", True),
+    ("act_mean", "output mean", False),
+    ("grad_norm", "‖∂loss/∂output‖", True),
+)
+
+
+class LayerAxis(pg.AxisItem):
+    """Layer names under the ticks, as many as fit."""
+
+    def __init__(self) -> None:
+        super().__init__("bottom")
+        self.names: list[str] = []
+
+    def tickValues(self, minVal, maxVal, size):
+        n = len(self.names)
+        step = max(1, math.ceil(n / MAX_NAMES))  # the same names under every plot
+        return [(step, list(range(0, n, step)))] if n else []
+
+    def tickStrings(self, values, scale, spacing):
+        return [self.names[int(v)] if 0 <= int(v) < len(self.names) else "" for v in values]
+
+
+class LogAxis(pg.AxisItem):
+    """A log axis labelled at 1, 2, 5 × 10^k (or at powers of ten over many decades): no crowding."""
+
+    def __init__(self) -> None:
+        super().__init__("left")
+
+    def tickValues(self, minVal, maxVal, size):  # the view range: log10 of the values
+        if not (math.isfinite(minVal) and math.isfinite(maxVal)) or maxVal <= minVal:
+            return []
+        low, high = math.floor(minVal), math.ceil(maxVal)
+        if high - low > 3:
+            step = math.ceil((high - low) / 5)
+            return [(step, [k for k in range(low, high + 1, step) if minVal <= k <= maxVal])]
+        marks = [k + math.log10(m) for k in range(low, high + 1) for m in (1, 2, 5)]
+        return [(1, [v for v in marks if minVal <= v <= maxVal])]
+
+    def tickStrings(self, values, scale, spacing):
+        return [f"{10**v:.3g}" if -3 <= v <= 4 else f"1e{round(v)}" for v in values]
+
+
+class NetStartPanel(QWidget):
+    finished = Signal()  # the plots show the newest run
+
+    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.doc = doc
+        self.phase, self.seed = caffe_pb2.TRAIN, 1
+        self.results: tuple[Probe, Probe] | None = None
+        self._pending = True
+        self.jobs = Jobs(self)
+        self.jobs.done.connect(self._show)
+        self.jobs.failed.connect(lambda m: self.summary.setText(f"Could not run the net: {m}"))
+        self.jobs.busy_changed.connect(lambda busy: self.busy.setVisible(busy))
+        self._timer = QTimer(self, singleShot=True, interval=300)
+        self._timer.timeout.connect(self._run)
+        self._make_widgets()
+        doc.changed.connect(self._on_doc)
+
+    def _make_widgets(self) -> None:
+        intro = QLabel(
+            "One batch forward and backward through the freshly initialised net. Lines that fall or climb "
+            "steeply from layer to layer mean a signal that vanishes or explodes before training starts.",
+            self,
+        )
+        intro.setWordWrap(True)
+        intro.setStyleSheet("color: #4b5563;")
+        self.choices = []
+        controls = QHBoxLayout()
+        for k, default in enumerate(("the net's own fillers", "msra everywhere")):
+            combo = QComboBox(self)
+            combo.addItems(list(CHOICES))
+            combo.setCurrentText(default)
+            combo.setStyleSheet(f"QComboBox {{ border-left: 4px solid {COLOURS[k]}; padding-left: 4px; }}")
+            combo.currentIndexChanged.connect(self._schedule)
+            self.choices.append(combo)
+        self.phase_combo = QComboBox(self)
+        self.phase_combo.addItems(["TRAIN", "TEST"])
+        self.phase_combo.currentIndexChanged.connect(self._set_phase)
+        self.seed_spin = QSpinBox(self)
+        self.seed_spin.setRange(0, 2**31 - 1)
+        self.seed_spin.setValue(self.seed)
+        self.seed_spin.setPrefix("seed ")
+        self.seed_spin.valueChanged.connect(self._set_seed)
+        self.reseed = QPushButton("Reseed", self)
+        self.reseed.clicked.connect(lambda: self.seed_spin.setValue(self.seed + 1))
+        controls.addWidget(QLabel("A", self))
+        controls.addWidget(self.choices[0], 1)
+        controls.addWidget(QLabel("B", self))
+        controls.addWidget(self.choices[1], 1)
+        second = QHBoxLayout()
+        self.source = QLabel(self)
+        self.source.setWordWrap(True)
+        self.source.setStyleSheet("color: #6b7280;")
+        self.busy = QLabel("running…", self)
+        self.busy.setStyleSheet("color: #b45309;")
+        self.busy.hide()
+        second.addWidget(self.phase_combo)
+        second.addWidget(self.seed_spin)
+        second.addWidget(self.reseed)
+        second.addWidget(self.busy)
+        second.addStretch(1)
+
+        self.view = pg.GraphicsLayoutWidget(self)
+        self.view.setBackground("w")
+        self.axes: list[LayerAxis] = []
+        self.plots: list[pg.PlotItem] = []
+        self.curves: dict[str, list[pg.PlotDataItem]] = {}
+        first = None
+        for row, (key, label, log) in enumerate(PLOTS):
+            axis = LayerAxis()
+            axes = {"bottom": axis, "left": LogAxis()} if log else {"bottom": axis}
+            plot = self.view.addPlot(row=row, col=0, axisItems=axes)
+            plot.setLabel("left", label)
+            plot.getAxis("left").enableAutoSIPrefix(False)
+            plot.showGrid(x=True, y=True, alpha=0.15)
+            plot.setLogMode(y=log)
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            if first is None:
+                first = plot
+            else:
+                plot.setXLink(first)
+            self.axes.append(axis)
+            self.plots.append(plot)
+            self.curves[key] = [
+                plot.plot(
+                    pen=pg.mkPen(c, width=2),
+                    symbol="o",
+                    symbolSize=5,
+                    symbolBrush=c,
+                    symbolPen=None,
+                    connect="finite",
+                )
+                for c in COLOURS
+            ]
+        self.summary = QLabel(self)
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.addWidget(intro)
+        layout.addLayout(controls)
+        layout.addLayout(second)
+        layout.addWidget(self.source)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.summary)
+
+    # ---- when to run --------------------------------------------------------------------------
+    def _on_doc(self, change: Change) -> None:
+        if change.kind in NET_KINDS:
+            self._schedule()
+
+    def _set_phase(self, i: int) -> None:
+        self.phase = caffe_pb2.TRAIN if i == 0 else caffe_pb2.TEST
+        self._schedule()
+
+    def _set_seed(self, seed: int) -> None:
+        self.seed = seed
+        self._schedule()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._pending:
+            self._schedule()
+
+    def _schedule(self, *_args) -> None:
+        self.jobs.cancel()  # a run still going answers for a net or a choice that is gone
+        self._pending = not self.isVisible()
+        if not self._pending:
+            self._timer.start()
+
+    def _run(self) -> None:
+        if not self.isVisible():
+            self._pending = True
+            return
+        net = caffe_pb2.NetParameter()
+        net.CopyFrom(self.doc.net)
+        phase, seed = self.phase, self.seed
+        labels = [combo.currentText() for combo in self.choices]
+        self.jobs.submit(lambda: tuple(probe(net, phase, seed, label) for label in labels))
+
+    # ---- drawing ------------------------------------------------------------------------------
+    def _show(self, results: tuple[Probe, Probe]) -> None:
+        self.results = results
+        names = next((r.names for r in results if r.error is None), [])
+        for axis in self.axes:
+            axis.names = names
+            axis.picture = None  # pyqtgraph caches the drawn ticks
+            axis.update()
+        for key, _label, log in PLOTS:
+            for curve, result in zip(self.curves[key], results):
+                values = np.array(getattr(result, key) if result.error is None else [], float)
+                if log:
+                    values[values <= 0] = np.nan
+                curve.setData(np.arange(len(values)), values)
+        for plot in self.plots:
+            plot.enableAutoRange()
+        first = next((r for r in results if r.error is None), None)
+        self.source.setText(f"Input: {first.source}" if first else "")
+        lines = []
+        for k, result in enumerate(results):
+            text = f"could not run: {result.error}" if result.error else verdict(result)
+            for word in ("vanishes", "explodes"):
+                text = text.replace(word, f"<b style='color:#b91c1c'>{word}</b>")
+            lines.append(f"<span style='color:{COLOURS[k]}'>■</span> <b>{result.label}</b>: {text}")
+        self.summary.setText("<br>".join(lines))
+        self.finished.emit()

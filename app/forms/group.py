@@ -1,0 +1,89 @@
+"""A collapsible group: a header that folds its body away, for nested messages and sections."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+
+
+class Group(QFrame):
+    """``removed`` fires when its remove button (if ``removable``) is clicked; ``cleared`` for reset."""
+
+    removed = Signal()
+    cleared = Signal()
+
+    def __init__(
+        self,
+        title: str,
+        parent: QWidget | None = None,
+        *,
+        expanded: bool = True,
+        removable: bool = False,
+        clearable: bool = False,
+        section: bool = False,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("formSection" if section else "formGroup")
+        self.header = QToolButton(self)
+        self.header.setObjectName("sectionHeader" if section else "groupHeader")
+        self.header.setText(title)
+        self.header.setCheckable(True)
+        self.header.setChecked(expanded)
+        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.header.setAutoRaise(True)
+        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.header.toggled.connect(self.set_expanded)
+        self.summary = QLabel(self)
+        self.summary.setObjectName("groupSummary")
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.setSpacing(2)
+        bar.addWidget(self.header, 1)
+        bar.addWidget(self.summary)
+        self.clear_button = self._button(
+            bar, "↺", "Reset to the default (remove from the prototxt)", clearable
+        )
+        self.clear_button.clicked.connect(self.cleared.emit)
+        self.remove_button = self._button(bar, "×", "Remove", removable)
+        self.remove_button.clicked.connect(self.removed.emit)
+
+        self.body = QWidget(self)
+        self.body.setObjectName("sectionBody" if section else "groupBody")
+        self.body_layout = QVBoxLayout(self.body)
+        self.body_layout.setContentsMargins(0 if section else 14, 2, 0, 6 if section else 4)
+        self.body_layout.setSpacing(4)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(bar)
+        layout.addWidget(self.body)
+        self.set_expanded(expanded)
+
+    def _button(self, bar: QHBoxLayout, text: str, tip: str, shown: bool) -> QToolButton:
+        button = QToolButton(self)
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setAutoRaise(True)
+        button.setObjectName("formRemoveButton")
+        button.setVisible(shown)
+        bar.addWidget(button)
+        return button
+
+    @property
+    def expanded(self) -> bool:
+        return self.header.isChecked()
+
+    def set_expanded(self, expanded: bool) -> None:
+        if self.header.isChecked() != expanded:
+            self.header.setChecked(expanded)  # comes back here through toggled
+            return
+        self.header.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow)
+        self.body.setVisible(expanded)
+
+    def set_summary(self, text: str) -> None:
+        self.summary.setText(text)
+
+    def add_widget(self, widget: QWidget) -> None:
+        self.body_layout.addWidget(widget)

@@ -1,0 +1,73 @@
+"""File > Open Recent: the last files opened or saved, newest first, kept in QSettings.
+
+Without settings (tests, a window made by hand) the list lives only as long as the window.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenu
+
+KEY = "recent/files"
+LIMIT = 10
+
+
+class RecentFiles(QObject):
+    changed = Signal()
+
+    def __init__(
+        self, settings: QSettings | None = None, limit: int = LIMIT, parent: QObject | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.settings, self.limit = settings, limit
+        self._paths: list[str] = []
+        if settings is not None:
+            stored = settings.value(KEY, [])
+            self._paths = [stored] if isinstance(stored, str) else [str(p) for p in stored or []]
+
+    def paths(self) -> list[str]:
+        return list(self._paths)
+
+    def add(self, path: str | os.PathLike[str]) -> None:
+        path = os.path.abspath(os.fspath(path))
+        self._paths = [path, *(p for p in self._paths if p != path)][: self.limit]
+        self._store()
+
+    def remove(self, path: str) -> None:
+        self._paths = [p for p in self._paths if p != path]
+        self._store()
+
+    def clear(self) -> None:
+        self._paths = []
+        self._store()
+
+    def _store(self) -> None:
+        if self.settings is not None:
+            self.settings.setValue(KEY, self._paths)
+        self.changed.emit()
+
+
+def fill_menu(menu: QMenu, recent: RecentFiles, open_path: Callable[[str], object]) -> None:
+    """Rebuild ``menu`` from ``recent``: one action per file (missing ones disabled), then Clear."""
+    menu.clear()
+    paths = recent.paths()
+    for number, path in enumerate(paths, 1):
+        label = f"&{number % 10}  {os.path.basename(path)}" if number <= 10 else os.path.basename(path)
+        action = QAction(label, menu)
+        action.setToolTip(path)
+        action.setStatusTip(path)
+        action.setData(path)
+        action.setEnabled(os.path.exists(path))
+        action.triggered.connect(lambda _checked=False, p=path: open_path(p))
+        menu.addAction(action)
+    if not paths:
+        empty = menu.addAction("No recent files")
+        empty.setEnabled(False)
+    menu.addSeparator()
+    clear = menu.addAction("Clear Recent Files")
+    clear.setEnabled(bool(paths))
+    clear.triggered.connect(recent.clear)

@@ -1,0 +1,100 @@
+"""The status bar's totals: blob values, learnable parameters and forward FLOPs of the net.
+
+Derived from the document on every net change, after a short pause (edits come in bursts),
+in a worker thread: building CaffeNet allocates 60 million weights, which the window should not
+wait for. One build runs at a time, and the answer to a net that has changed since is dropped.
+A net that cannot be built shows ``shapes unavailable: <the engine's reason>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QLabel, QWidget
+
+from app.document import NET_KINDS, Change, Document
+from app.fillers.draws import seeded as own_generator
+from app.net_stats import Totals, describe_failure, human, net_totals
+from proto import caffe_pb2
+
+DELAY_MS = 300
+MAX_CHARS = 90
+
+
+class _Bridge(QObject):
+    """Carries a worker's answer back to the GUI thread (a queued signal)."""
+
+    done = Signal(object)
+
+
+class StatusTotals(QLabel):
+    """``updated(text)`` fires whenever a new answer is shown."""
+
+    updated = Signal(str)
+
+    def __init__(self, doc: Document, parent: QWidget | None = None, delay_ms: int = DELAY_MS) -> None:
+        super().__init__(parent)
+        self.setObjectName("statusTotals")
+        self.doc = doc
+        self.totals: Totals | None = None
+        self._running = False
+        self._pending = False
+        self._bridge = _Bridge(self)
+        self._bridge.done.connect(self._show)
+        self._timer = QTimer(self, singleShot=True, interval=delay_ms)
+        self._timer.timeout.connect(self.recompute)
+        doc.changed.connect(self._on_change)
+        self.setText("measuring…")
+        self._timer.start()
+
+    def _on_change(self, change: Change) -> None:
+        if change.kind in NET_KINDS:
+            self._timer.start()
+
+    def recompute(self) -> None:
+        if self._running:  # one build at a time: CaffeNet's takes most of a second and 0.5 GB
+            self._pending = True
+            return
+        self._running, self._pending = True, False
+        net = caffe_pb2.NetParameter()
+        net.CopyFrom(self.doc.net)
+        bridge = self._bridge
+
+        def work() -> None:
+            try:
+                # A data layer draws its seed as it is built: from this thread's own generator, so
+                # a training run's draws (and a filler preview's) stay exactly as they would be.
+                with own_generator(0):
+                    result: object = net_totals(net)
+            except Exception as e:  # any engine failure is a reason to show, never a crash
+                result = e
+            with contextlib.suppress(RuntimeError):  # the window closed while we measured
+                bridge.done.emit(result)
+
+        threading.Thread(target=work, name="net-totals", daemon=True).start()
+
+    def _show(self, result: object) -> None:
+        self._running = False
+        if self._pending:
+            self.recompute()  # the net changed while we measured: this answer is stale
+            return
+        if isinstance(result, Totals):
+            self.totals = result
+            self.setText(
+                f"{human(result.params)} params · {human(result.blobs)} blob values · "
+                f"{human(result.flops)} FLOPs/batch"
+            )
+            self.setToolTip(
+                f"TRAIN net, {result.layers} layers (Split layers included)\n"
+                f"Learnable parameters: {result.params:,}\n"
+                f"Values in blobs: {result.blobs:,} ({result.blobs * 4 / 2**20:,.1f} MiB of float32 data)\n"
+                f"Forward FLOPs per batch: {result.flops:,} (a multiply-add counts 2)"
+            )
+        else:
+            self.totals = None
+            text = describe_failure(result)  # type: ignore[arg-type]
+            self.setText(text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…")
+            self.setToolTip(str(result))
+        self.updated.emit(self.text())

@@ -1,0 +1,202 @@
+"""The runs since the app started, and the one that is training: start, pause, resume, stop, snapshot.
+
+Views never see the worker: they watch ``run_added`` / ``run_changed`` / ``lines_added`` /
+``failed`` and read the ``Run`` objects; curves they poll on their own timer. Everything here
+runs in the GUI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal, Slot
+
+from app.training.job import make_job
+from app.training.run import Run
+from app.training.worker import Worker
+from engine import backend
+from proto import binaryio
+
+Answer = Callable[[Any, str | None], None]
+
+
+def copy_weights(solver) -> tuple[int, dict[str, list[np.ndarray]]]:
+    """Host copies of every layer's blobs (runs where the solver is safe to read)."""
+    net = solver.net
+    weights = {
+        name: [backend.to_host(blob.data).copy() for blob in layer.blobs]
+        for name, layer in zip(net.layer_names, net.layers)
+        if layer.blobs
+    }
+    return solver.iter, weights
+
+
+class _Relay(QObject):
+    """One run's receiver: a GUI-thread object, so the worker's emits arrive queued in this thread."""
+
+    def __init__(self, controller: TrainingController, run: Run) -> None:
+        super().__init__(controller)
+        self.controller, self.run = controller, run
+
+    @Slot(object)
+    def on_batch(self, batch: dict) -> None:
+        self.controller._on_batch(self.run, batch)
+
+    @Slot(str, object)
+    def on_event(self, kind: str, payload: dict) -> None:
+        self.controller._on_event(self.run, kind, payload)
+
+    @Slot(object, object, object)
+    def on_answered(self, answer: Answer, result: Any, error: str | None) -> None:
+        answer(result, error)
+
+
+class TrainingController(QObject):
+    run_added = Signal(object)  # Run
+    run_changed = Signal(object)  # Run: status, snapshots, error (not every point)
+    lines_added = Signal(object, object)  # Run, [str]
+    failed = Signal(object, str, str)  # Run, message, traceback ('' for the engine's own errors)
+    weights_ready = Signal(object)  # Run, whose .weights were just refreshed
+
+    def __init__(self, doc, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.doc = doc
+        self.runs: list[Run] = []
+        self.current: Run | None = None
+        self._worker: Worker | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.current is not None and self.current.active
+
+    # ---- commands ----------------------------------------------------------------------------
+    def start(self, device: str = "cpu") -> Run | None:
+        """Train a copy of the document; None when a run is already going."""
+        if self.busy:
+            return None
+        if self._worker is not None:
+            self._worker.release()
+        run = Run(len(self.runs) + 1, make_job(self.doc, device))
+        worker = Worker(run.job)
+        relay = _Relay(self, run)
+        worker.bridge.batch.connect(relay.on_batch)
+        worker.bridge.event.connect(relay.on_event)
+        worker.bridge.answered.connect(relay.on_answered)
+        self.runs.append(run)
+        self.current, self._worker = run, worker
+        self.run_added.emit(run)
+        worker.start()
+        return run
+
+    def pause(self) -> None:
+        if self._worker and self.current and self.current.status in ("starting", "running"):
+            self._worker.trainer.pause()
+            self._set_status(self.current, "pausing")
+
+    def resume(self) -> None:
+        if self._worker and self.current and self.current.status in ("pausing", "paused"):
+            self._set_status(self.current, "running")  # first: from here requests go to the worker
+            self._worker.trainer.resume()
+
+    def stop(self) -> None:
+        if self._worker and self.busy:
+            self._set_status(self.current, "stopping")
+            self._worker.trainer.stop()
+
+    def snapshot(self) -> None:
+        """Write PREFIX_iter_N.caffemodel/.solverstate now (after the current iteration)."""
+        if not (self._worker and self.current):
+            return
+        if self.current.status == "paused":
+            self._submit(lambda solver: solver.snapshot(), lambda result, error: self._answered(error))
+        elif self.busy:
+            self._worker.trainer.request_snapshot()
+
+    def request_weights(self, run: Run | None = None) -> bool:
+        """Ask for the current run's weights; ``weights_ready`` follows. False if it has none to give."""
+        run = run or self.current
+        if run is None or run is not self.current or self._worker is None:
+            return False
+
+        def done(result, error) -> None:
+            if error:
+                self._answered(error)
+                return
+            run.weights = result
+            self.weights_ready.emit(run)
+
+        self._submit(copy_weights, done)
+        return True
+
+    def save_weights(self, path: str, done: Callable[[str | None], None]) -> bool:
+        """Write the current run's weights as a .caffemodel; ``done(error)`` follows."""
+        if self.current is None or self._worker is None:
+            return False
+
+        def write(solver) -> str:
+            binaryio.write_caffemodel(path, solver.net.to_proto())
+            return path
+
+        self._submit(write, lambda result, error: done(error))
+        return True
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Stop a run (the app is closing) and wait a little for the worker to end."""
+        if self._worker is not None:
+            if self.busy:
+                self._worker.trainer.stop()
+            self._worker.join(timeout_s)
+
+    # ---- from the worker -------------------------------------------------------------------------
+    def _submit(self, work, answer: Answer) -> None:
+        assert self._worker is not None and self.current is not None
+        here = not self.current.active or self.current.status == "paused"
+        self._worker.submit(work, answer, here)
+
+    def _answered(self, error: str | None) -> None:
+        if error and self.current is not None:
+            self.lines_added.emit(self.current, [f"Request failed: {error}"])
+
+    def _on_batch(self, run: Run, batch: dict) -> None:
+        run.add_points(batch["points"])
+        if batch["lines"]:
+            run.log.extend(batch["lines"])
+            self.lines_added.emit(run, [line for _, line in batch["lines"]])
+
+    def _on_event(self, run: Run, kind: str, payload: dict) -> None:
+        seconds = payload.get("seconds", 0.0)
+        run.seconds = max(run.seconds, seconds)
+        if kind == "started":
+            run.iter, run.max_iter = payload["iter"], payload["max_iter"]
+            self._set_status(run, "running" if run.status == "starting" else run.status)
+        elif kind == "test":
+            run.add_test(payload["iter"], seconds, payload["net"], payload["scores"])
+        elif kind == "snapshot":
+            run.snapshots.append(payload["model"])
+            self.run_changed.emit(run)
+        elif kind == "paused":
+            if run.status == "pausing":
+                self._set_status(run, "paused")
+                self._serve_here(run)
+        elif kind == "finished":
+            run.iter = payload["iter"]
+            self._set_status(run, "stopped" if payload["stopped"] else "finished")
+            self._serve_here(run)
+        elif kind == "error":
+            run.error = payload["message"]
+            run.log.append((seconds, f"Error: {run.error}"))
+            self._set_status(run, "failed")
+            self._serve_here(run)
+            self.failed.emit(run, run.error, payload.get("traceback", ""))
+
+    def _serve_here(self, run: Run) -> None:
+        if run is self.current and self._worker is not None:
+            self._worker.serve(lambda answer, result, error: answer(result, error))
+
+    def _set_status(self, run: Run, status: str) -> None:
+        if run.status != status:
+            run.status = status
+            run.version += 1
+            self.run_changed.emit(run)

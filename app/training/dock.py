@@ -1,0 +1,291 @@
+"""The training dock: Train (F5), pause/resume, stop, snapshot, the device, progress, and four tabs.
+
+Curves, Console, Runs and Weights are small widgets of their own; this file wires them to one
+``TrainingController``. Dialogs are methods (``ask_save_path``) so tests can replace them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QStyle,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.training.console import Console
+from app.training.controller import TrainingController
+from app.training.export import write_csv
+from app.training.plots import TrainingPlots
+from app.training.run import Run
+from app.training.runs_view import RunsView
+from app.training.weights_view import WeightsView
+from engine import backend
+from proto import caffe_pb2
+
+ERROR_STYLE = "QFrame#trainingError { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; }"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else (
+        f"{seconds // 60}:{seconds % 60:02d}"
+    )
+
+
+class TrainingDock(QDockWidget):
+    def __init__(self, doc, parent: QWidget | None = None, before_train: Callable[[], object] | None = None) -> None:
+        super().__init__("Training", parent)
+        self.setObjectName("trainingDock")
+        self.doc = doc
+        self._before_train = before_train
+        self.controller = TrainingController(doc, self)
+        self._make_actions()
+
+        self.device = QComboBox()
+        self.device.addItems(["CPU", "GPU"])
+        reason = backend.gpu_unavailable_reason()
+        if reason:
+            self.device.model().item(1).setEnabled(False)
+            self.device.setItemData(1, f"GPU unavailable: {reason}", Qt.ItemDataRole.ToolTipRole)
+            self.device.setToolTip(f"GPU unavailable: {reason}")
+        self.gpu_reason = reason
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v / %m")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.rate = QLabel("Ready")
+        self.rate.setMinimumWidth(190)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(4, 4, 4, 2)
+        for action in (self.train_action, self.pause_action, self.stop_action, self.snapshot_action):
+            button = QToolButton()
+            button.setDefaultAction(action)
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            button.setAutoRaise(True)
+            bar.addWidget(button)
+        bar.addSpacing(8)
+        bar.addWidget(QLabel("on"))
+        bar.addWidget(self.device)
+        bar.addSpacing(8)
+        bar.addWidget(self.progress, 1)
+        bar.addWidget(self.rate)
+
+        self.error = QFrame(objectName="trainingError")
+        self.error.setStyleSheet(ERROR_STYLE)
+        self.error_text = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_text.setStyleSheet("color: #8b1a1a")
+        close = QToolButton(text="✕", autoRaise=True, clicked=self.error.hide)
+        row = QHBoxLayout(self.error)
+        row.setContentsMargins(8, 4, 4, 4)
+        row.addWidget(self.error_text, 1)
+        row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.error.hide()
+
+        self.plots = TrainingPlots()
+        self.console = Console()
+        self.runs = RunsView()
+        self.weights = WeightsView()
+        self.tabs = QTabWidget(documentMode=True)
+        self.tabs.addTab(self.plots, "Curves")
+        self.tabs.addTab(self.console, "Console")
+        self.tabs.addTab(self.runs, "Runs")
+        self.tabs.addTab(self.weights, "Weights")
+
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(bar)
+        layout.addWidget(self.error)
+        layout.addWidget(self.tabs, 1)
+        self.setWidget(body)
+
+        c = self.controller
+        c.run_added.connect(self._on_run_added)
+        c.run_changed.connect(self._on_run_changed)
+        c.lines_added.connect(lambda run, lines: self.console.append_lines(lines))
+        c.failed.connect(self._on_failed)
+        c.weights_ready.connect(self._on_weights)
+        self.runs.shown_changed.connect(self.plots.set_shown)
+        self.plots.export_csv_requested.connect(self.export_csv)
+        self.plots.export_png_requested.connect(self.export_png)
+        self.weights.refresh_requested.connect(self._request_weights)
+        self.weights.save_requested.connect(self.save_weights)
+        doc.changed.connect(self._on_doc_change)
+        self.status_timer = QTimer(self, interval=250, timeout=self._update_progress)
+        self._update_actions()
+
+    # ---- actions -----------------------------------------------------------------------
+    def _make_actions(self) -> None:
+        icon = self.style().standardIcon
+        pix = QStyle.StandardPixmap
+
+        def action(text: str, slot, tip: str, pixmap, key: str | None = None) -> QAction:
+            a = QAction(icon(pixmap), text, self)
+            a.setToolTip(tip)
+            if key:
+                a.setShortcut(QKeySequence(key))
+            a.triggered.connect(slot)
+            return a
+
+        self.train_action = action("Train", self.train, "Train a copy of this net with its solver (F5)",
+                                   pix.SP_MediaPlay, "F5")
+        self.pause_action = action("Pause", self.toggle_pause, "Pause or resume the run", pix.SP_MediaPause)
+        self.stop_action = action("Stop", self.controller.stop, "Stop the run (it snapshots, as Caffe does)",
+                                  pix.SP_MediaStop)
+        self.snapshot_action = action("Snapshot", self.controller.snapshot,
+                                      "Write .caffemodel and .solverstate now", pix.SP_DialogSaveButton)
+
+    def training_actions(self) -> list[QAction]:
+        """For the window's menu and toolbar."""
+        return [self.train_action, self.pause_action, self.stop_action, self.snapshot_action]
+
+    def train(self) -> Run | None:
+        if self.controller.busy:
+            return None
+        if self._before_train is not None:
+            self._before_train()  # text typed in the editor but not yet applied goes in first
+        self.error.hide()
+        self.show()
+        self.raise_()
+        device = "gpu" if self.device.currentIndex() == 1 and not self.gpu_reason else "cpu"
+        return self.controller.start(device)
+
+    def toggle_pause(self) -> None:
+        run = self.controller.current
+        if run is not None and run.status in ("pausing", "paused"):
+            self.controller.resume()
+        else:
+            self.controller.pause()
+
+    def shutdown(self) -> None:
+        self.controller.shutdown()
+
+    def _update_actions(self) -> None:
+        run = self.controller.current
+        busy = self.controller.busy
+        self.train_action.setEnabled(not busy)
+        self.device.setEnabled(not busy)
+        paused = run is not None and run.status in ("pausing", "paused")
+        self.pause_action.setEnabled(busy and run.status != "stopping")
+        self.pause_action.setText("Resume" if paused else "Pause")
+        pix = QStyle.StandardPixmap.SP_MediaPlay if paused else QStyle.StandardPixmap.SP_MediaPause
+        self.pause_action.setIcon(self.style().standardIcon(pix))
+        self.stop_action.setEnabled(busy and run.status != "stopping")
+        self.snapshot_action.setEnabled(busy and run.status in ("running", "paused"))
+
+    # ---- from the controller ------------------------------------------------------------
+    def _on_run_added(self, run: Run) -> None:
+        self.console.append_lines([f"—— {run.name} · {run.started:%H:%M:%S} · {run.job.summary} ——"], "#555")
+        self.runs.add_run(run)
+        self.progress.setRange(0, max(1, run.max_iter))
+        self.progress.setValue(0)
+        self.weights.set_training(True)
+        self.status_timer.start()
+        self._on_run_changed(run)
+
+    def _on_run_changed(self, run: Run) -> None:
+        self.runs.update_run(run)
+        if run is self.controller.current:
+            self._update_actions()
+            self._update_progress()
+            if not run.active:
+                self.status_timer.stop()
+                self.weights.set_training(False)
+                if self.weights.isVisible():
+                    self._request_weights()
+
+    def _on_failed(self, run: Run, message: str, traceback: str) -> None:
+        self.error_text.setText(f"<b>{run.name} stopped with an error</b> (the document is unchanged):<br>{message}")
+        self.error.show()
+        self.console.append_lines([f"Error: {message}"], "#c62828")
+        if traceback:
+            self.console.append_lines(traceback.rstrip().splitlines(), "#8a8a8a")
+
+    def _update_progress(self) -> None:
+        run = self.controller.current
+        if run is None:
+            return
+        self.progress.setMaximum(max(1, run.max_iter))
+        self.progress.setValue(min(run.iter, run.max_iter))
+        if run.status in ("running", "starting"):
+            rate, eta = run.rate(), run.eta_s()
+            text = f"{rate:,.1f} it/s · ETA {_duration(eta)}" if rate and eta is not None else "starting…"
+        elif run.status in ("pausing", "paused"):
+            text = f"{run.status} at iteration {run.iter}"
+        elif run.status == "stopping":
+            text = "stopping…"
+        else:
+            text = f"{run.status} in {_duration(run.seconds)}"
+        self.rate.setText(text)
+
+    # ---- weights -----------------------------------------------------------------------------
+    def _request_weights(self) -> None:
+        run = self.controller.current
+        if run is not None and not self.controller.request_weights(run) and run.weights:
+            self._on_weights(run)
+
+    def _on_weights(self, run: Run) -> None:
+        if run.weights is not None:
+            self.weights.show_weights(run.name, run.weights[0], run.weights[1])
+
+    def save_weights(self) -> None:
+        run = self.controller.current
+        if run is None:
+            return
+        default = os.path.join(run.job.base_dir, f"{run.job.solver.snapshot_prefix}_trained_iter_{run.iter}.caffemodel")
+        path = self.ask_save_path("Save trained weights", default, "Caffe model (*.caffemodel)")
+        if not path:
+            return
+
+        def done(error: str | None) -> None:
+            line = f"Save failed: {error}" if error else f"Saved the weights of {run.name} to {path}"
+            self.console.append_lines([line], "#c62828" if error else "#2e7d32")
+
+        self.controller.save_weights(path, done)
+
+    # ---- export ----------------------------------------------------------------------------
+    def export_csv(self) -> str | None:
+        runs = self.plots.shown or ([self.controller.current] if self.controller.current else [])
+        if not runs:
+            return None
+        path = self.ask_save_path("Export curves", self._default_path("curves.csv"), "CSV (*.csv)")
+        if path:
+            write_csv(path, runs, self.plots.smoothing.value())
+        return path or None
+
+    def export_png(self) -> str | None:
+        path = self.ask_save_path("Export plot", self._default_path("curves.png"), "PNG image (*.png)")
+        if path:
+            self.plots.graphics.grab().save(path, "PNG")
+        return path or None
+
+    def _default_path(self, name: str) -> str:
+        run = self.controller.current
+        folder = run.job.base_dir if run else os.getcwd()
+        prefix = f"{run.name.lower().replace(' ', '')}_" if run else ""
+        return os.path.join(folder, prefix + name)
+
+    def ask_save_path(self, title: str, default: str, file_filter: str) -> str:
+        return QFileDialog.getSaveFileName(self, title, default, file_filter)[0]
+
+    def _on_doc_change(self, change) -> None:
+        # A solver file that says solver_mode: GPU picks the GPU, when there is one.
+        if change.kind == "solver_loaded" and not self.controller.busy:
+            gpu = self.doc.solver.solver_mode == caffe_pb2.SolverParameter.GPU and not self.gpu_reason
+            self.device.setCurrentIndex(1 if gpu else 0)

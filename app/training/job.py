@@ -1,0 +1,134 @@
+"""What one run trains: a frozen copy of the document's net and solver, ready for the engine.
+
+The solver's net (``net`` or ``train_net``) is replaced by the document's net itself, so edits
+that are not saved train too and later edits never reach the run. Relative paths (test nets,
+snapshots, data sources) resolve against the document's folder, as they would beside the file.
+A Data layer naming one of the bundled MNIST databases that exists nowhere gets the bundled copy.
+Qt-free.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app import netio
+from proto import caffe_pb2
+
+# When the document has no solver: Caffe's LeNet schedule, short.
+DEFAULT_SOLVER = """\
+type: "SGD"
+base_lr: 0.01
+momentum: 0.9
+weight_decay: 0.0005
+lr_policy: "fixed"
+max_iter: 1000
+display: 100
+"""
+
+# (layer parameter, field) pairs that name a file read relative to the working directory.
+_DATA_PATHS = (
+    ("data_param", "source"),
+    ("data_param", "mean_file"),
+    ("image_data_param", "source"),
+    ("image_data_param", "mean_file"),
+    ("hdf5_data_param", "source"),
+    ("window_data_param", "source"),
+    ("window_data_param", "mean_file"),
+    ("transform_param", "mean_file"),
+)
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    solver: caffe_pb2.SolverParameter  # with the net inlined; never shared with the document
+    base_dir: str
+    device: str  # "cpu" | "gpu"
+    net_text: str  # the settings as the user wrote them, kept with the run
+    solver_text: str
+    notes: tuple[str, ...] = field(default=())  # what the console should say before the engine does
+
+    @property
+    def summary(self) -> str:
+        s = self.solver
+        return f"{s.type or 'SGD'} · lr {s.base_lr:g} {s.lr_policy} · {s.max_iter} iter · {self.device.upper()}"
+
+    def nets(self) -> list[caffe_pb2.NetParameter]:
+        return [n for n in (self.solver.net_param, self.solver.train_net_param) if n.ByteSize()]
+
+
+def _copy(message):
+    clone = type(message)()
+    clone.CopyFrom(message)
+    return clone
+
+
+def document_folder(doc) -> str:
+    """The folder relative paths mean: the solver's file, else the net's, else the working directory."""
+    path = doc.solver_path or doc.net_path
+    return os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+
+
+def make_job(doc, device: str = "cpu") -> TrainingJob:
+    """A training copy of ``doc`` (an ``app.document.Document``); reading it changes nothing."""
+    notes: list[str] = []
+    if doc.solver_path is None and doc.solver.ByteSize() == 0:
+        solver, _ = netio.load_solver_text(DEFAULT_SOLVER)
+        notes.append("No solver is open: training with " + DEFAULT_SOLVER.replace("\n", " ").strip())
+    else:
+        solver = _copy(doc.solver)
+    net = _copy(doc.net)
+    base_dir = document_folder(doc)
+    absolutize_data_paths(net, base_dir)
+    if solver.HasField("train_net") or solver.HasField("train_net_param"):
+        solver.ClearField("train_net")
+        solver.train_net_param.CopyFrom(net)
+    else:
+        solver.ClearField("net")
+        solver.net_param.CopyFrom(net)
+    if not solver.snapshot_prefix:  # Caffe master: the solver file's name without its extension
+        stem = Path(doc.solver_path).stem if doc.solver_path else (net.name or "net")
+        solver.snapshot_prefix = stem
+    solver.solver_mode = caffe_pb2.SolverParameter.GPU if device == "gpu" else caffe_pb2.SolverParameter.CPU
+    solver_text = DEFAULT_SOLVER if notes else doc.solver_text()
+    return TrainingJob(solver, base_dir, device, doc.net_text(), solver_text, tuple(notes))
+
+
+def absolutize_data_paths(net: caffe_pb2.NetParameter, base_dir: str) -> None:
+    """Make relative data files that exist under ``base_dir`` absolute (the rest stay for the data root)."""
+    for layer in net.layer:
+        for param_name, field_name in _DATA_PATHS:
+            if not layer.HasField(param_name):
+                continue
+            param = getattr(layer, param_name)
+            value = getattr(param, field_name)
+            if value and not os.path.isabs(value) and os.path.exists(os.path.join(base_dir, value)):
+                setattr(param, field_name, os.path.join(base_dir, value))
+
+
+def provide_bundled_data(nets: list[caffe_pb2.NetParameter], say: Callable[[str], None]) -> Path | None:
+    """Point the engine's data root at the bundled MNIST when a Data layer needs it; returns the folder.
+
+    Runs in the worker: the first conversion takes seconds. Nothing happens when every source
+    resolves already (a real path, or a data root the user set).
+    """
+    from engine.data import mnist, paths
+
+    sources = [layer.data_param.source for net in nets for layer in net.layer if layer.type == "Data"]
+    missing = [s for s in sources if s and not paths.resolve(s).exists()]
+    if not any(Path(s).name in mnist.SPLITS for s in missing):
+        return None
+    shown = [-1]
+
+    def progress(done: int, total: int, what: str) -> None:
+        step = 10 * done // max(total, 1)
+        if step != shown[0]:
+            shown[0] = step
+            say(f"Preparing the bundled MNIST ({what}): {done}/{total}")
+
+    folder = mnist.ensure_mnist(progress=progress)
+    paths.DATA_ROOT = folder
+    say(f"Data root: {folder}")
+    return folder

@@ -1,0 +1,139 @@
+"""One run of ``engine.trainer.Trainer`` in a Python thread; only a QObject's signals cross back.
+
+Iteration points and log lines are batched in the worker and sent at most every ``FLUSH_S``
+(and before any other event, so order holds), so a net that runs thousands of iterations a
+second costs the GUI a few queued signals a second. The GUI asks for work on the solver itself
+(copy the weights, write a .caffemodel) with ``submit``: the worker does it between two
+iterations; while the run is paused or over the worker is not touching the solver, and the GUI
+thread does it at once.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from app.training.job import TrainingJob, provide_bundled_data
+from engine import backend
+from engine.solvers import Solver, create_solver
+from engine.trainer import Trainer
+
+FLUSH_S = 0.05
+Answer = Callable[[Any, str | None], None]  # (result, error message)
+
+
+class Bridge(QObject):
+    """Lives in the GUI thread; emitting from the worker queues the call to the GUI's slots."""
+
+    batch = Signal(object)  # {"points": (k, 4) array of iter, seconds, loss, lr; "lines": [(seconds, line)]}
+    event = Signal(str, object)  # the Trainer's kind and payload, plus "seconds"
+    answered = Signal(object, object, object)  # (answer callable, result, error message)
+
+
+class Worker:
+    def __init__(self, job: TrainingJob) -> None:
+        self.job = job
+        self.bridge = Bridge()  # no parent: this object keeps it alive while the thread may emit
+        self.trainer = Trainer(self._build, self._listen)
+        self._requests: queue.SimpleQueue[tuple[Callable[[Solver], Any], Answer]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._points: list[tuple[float, float, float, float]] = []
+        self._lines: list[tuple[float, str]] = []
+        self._flushed = 0.0
+        self._t0 = time.perf_counter()
+        self._thread = threading.Thread(target=self._main, name="barista-training", daemon=True)
+
+    # ---- GUI thread ----------------------------------------------------------------------
+    def start(self) -> None:
+        self._t0 = time.perf_counter()
+        self._thread.start()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def join(self, timeout: float | None = None) -> bool:
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def submit(self, work: Callable[[Solver], Any], answer: Answer, here: bool) -> None:
+        """Run ``work(solver)`` between iterations, or now in this thread when ``here`` (paused or over)."""
+        self._requests.put((work, answer))
+        if here:
+            self.serve(self.bridge.answered.emit)
+
+    def release(self) -> None:
+        """Drop the solver (its nets and arrays) once the run is over and nothing will ask for it."""
+        self.trainer.solver = None
+
+    # ---- the worker thread (and the GUI thread for ``submit(here=True)``) -------------------
+    def serve(self, reply: Callable[[Answer, Any, str | None], None]) -> None:
+        while True:
+            try:
+                work, answer = self._requests.get_nowait()
+            except queue.Empty:
+                return
+            solver = self.trainer.solver
+            if solver is None:
+                reply(answer, None, "the run has no net (it failed before it was built)")
+                continue
+            try:
+                reply(answer, work(solver), None)
+            except Exception as exc:  # noqa: BLE001 - a failed request is an answer, not a dead run
+                reply(answer, None, f"{type(exc).__name__}: {exc}")
+
+    def _main(self) -> None:
+        try:
+            self.trainer.run()
+        except BaseException as exc:  # noqa: BLE001 - only when reporting the error itself failed
+            try:
+                self.bridge.event.emit("error", {"message": f"{type(exc).__name__}: {exc}", "seconds": 0.0})
+            except Exception:  # noqa: BLE001, S110 - the GUI is gone; nothing is left to tell
+                pass
+
+    def _build(self) -> Solver:
+        say = self._log
+        for note in self.job.notes:
+            say(note)
+        gpu = self.job.device == "gpu"
+        xp = backend.array_module("gpu" if gpu else "cpu")
+        say(f"Using {'GPU' if gpu else 'CPU'}")
+        provide_bundled_data(self.job.nets(), say)
+        solver = create_solver(self.job.solver, xp=xp, log_fn=say, base_dir=self.job.base_dir)
+        say("Starting Optimization")
+        return solver
+
+    def _log(self, line: str) -> None:
+        now = time.perf_counter() - self._t0
+        with self._lock:
+            self._lines.append((now, line))
+        self._maybe_flush(now)
+
+    def _listen(self, kind: str, payload: dict[str, Any]) -> None:
+        now = time.perf_counter() - self._t0
+        if kind == "iteration":
+            with self._lock:
+                self._points.append((payload["iter"], now, payload["loss"], payload["lr"]))
+            self.serve(self.bridge.answered.emit)
+            self._maybe_flush(now)
+            return
+        self._flush(now)
+        self.bridge.event.emit(kind, {**payload, "seconds": now})
+
+    def _maybe_flush(self, now: float) -> None:
+        if now - self._flushed >= FLUSH_S:
+            self._flush(now)
+
+    def _flush(self, now: float) -> None:
+        with self._lock:
+            points, self._points = self._points, []
+            lines, self._lines = self._lines, []
+        self._flushed = now
+        if points or lines:
+            self.bridge.batch.emit({"points": np.array(points, dtype=np.float64).reshape(-1, 4), "lines": lines})

@@ -1,0 +1,259 @@
+"""The parts of the main window around the document views: panels, menus and conventions.
+
+``Workbench(window, ...)`` installs the palette (left), the inspector and the solver editor (right,
+tabbed), find/replace in the prototxt editor, the status-bar totals, New / New from Example /
+Open Recent, the theme switch, Help > About, autosave and the remembered layout. The window
+calls ``closed()`` on a clean exit. Settings and the recovery folder are handed in: without them
+(tests, a window made by hand) nothing is remembered and nothing is autosaved.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMenu, QWidget
+
+from app.about import AboutDialog
+from app.autosave import INTERVAL_MS, Autosave
+from app.examples import examples, open_example
+from app.find_bar import FindBar
+from app.inspector import Inspector
+from app.palette import Palette
+from app.recent import RecentFiles, fill_menu
+from app.recovery import ask_recover
+from app.session import Session
+from app.solver_panel import SolverPanel
+from app.status_totals import StatusTotals
+from app.themes import DARK, LIGHT, apply_theme, current_theme
+from proto import caffe_pb2
+from proto.errors import FormatError
+
+Area = Qt.DockWidgetArea
+
+
+def new_solver() -> caffe_pb2.SolverParameter:
+    """What File > New starts with: plain SGD with momentum, a fixed rate, a short run."""
+    return caffe_pb2.SolverParameter(
+        base_lr=0.01,
+        momentum=0.9,
+        weight_decay=0.0005,
+        lr_policy="fixed",
+        max_iter=1000,
+        display=100,
+        type="SGD",
+    )
+
+
+class Workbench(QObject):
+    def __init__(
+        self,
+        window,
+        settings: QSettings | None = None,
+        recovery_dir: str | os.PathLike[str] | None = None,
+        autosave_ms: int = INTERVAL_MS,
+    ) -> None:
+        super().__init__(window)
+        self.window = window
+        w = window
+        self.palette = Palette(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
+        self.inspector = Inspector(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
+        self.solver_panel = SolverPanel(w.doc, w.push, w)
+        self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.LeftDockWidgetArea)
+        # The solver joins the prototxt's tabs (with the initialisation panels); the inspector has a
+        # column of its own at the right edge. (Tabifying a dock added beside another tab group leaves
+        # Qt 6 drawing a stale tab bar, so the inspector stays a single dock.)
+        self.solver_dock = self._dock("Solver", "solverDock", self.solver_panel, Area.RightDockWidgetArea)
+        w.tabifyDockWidget(w.editor_dock, self.solver_dock)
+        self.inspector_dock = self._dock(
+            "Inspector", "inspectorDock", self.inspector, Area.RightDockWidgetArea, Qt.Orientation.Horizontal
+        )
+        w.editor_dock.raise_()
+
+        self.find_bar = FindBar(w.editor.edit, w.editor)
+        w.editor.layout().insertWidget(0, self.find_bar)
+        self.totals = StatusTotals(w.doc, w)
+        w.statusBar().addPermanentWidget(self.totals)
+        self.recent = RecentFiles(settings, parent=self)
+        self._make_menus()
+
+        self.autosave = None
+        if recovery_dir is not None:
+            self.autosave = Autosave(w.doc, recovery_dir, self._pending_text, autosave_ms, self)
+        w.ask_recover = lambda recovery: ask_recover(w, recovery)
+        self.session = Session(w, settings) if settings is not None else None
+        self._shown = False
+        self._default_size()
+        w.installEventFilter(self)
+
+    # ---- called by the window -----------------------------------------------------------
+    def closed(self) -> None:
+        """A clean exit: remember the layout; the autosave has nothing left to protect."""
+        if self.session is not None:
+            self.session.save()
+        if self.autosave is not None:
+            self.autosave.discard()
+
+    def opened(self, path: str | os.PathLike[str]) -> None:
+        self.recent.add(path)
+
+    # ---- actions ------------------------------------------------------------------------
+    def new_document(self) -> None:
+        if self.window.maybe_save():
+            self.window.doc.load_net(caffe_pb2.NetParameter(name="untitled"), None)
+            self.window.doc.load_solver(new_solver(), None)
+
+    def new_from_example(self, path: Path) -> bool:
+        if not self.window.maybe_save():
+            return False
+        try:
+            open_example(self.window.doc, path)
+        except (OSError, FormatError) as e:
+            self.window.show_error("Cannot open the example", str(e))
+            return False
+        self.window.statusBar().showMessage(f"New net from the example {path.name}: Save As to keep it", 6000)
+        return True
+
+    def open_recent(self, path: str) -> None:
+        if self.window.maybe_save() and self.window.open_file(path):
+            self.recent.add(path)
+
+    def find(self, replace: bool = False) -> None:
+        self.window.editor_dock.show()
+        self.window.editor_dock.raise_()
+        self.find_bar.open_find(replace)
+
+    def set_dark(self, dark: bool) -> None:
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            apply_theme(app, DARK if dark else LIGHT)
+
+    def about(self) -> None:
+        AboutDialog(self.window).exec()
+
+    # ---- internals ----------------------------------------------------------------------
+    def _dock(
+        self,
+        title: str,
+        name: str,
+        widget: QWidget,
+        area: Area,
+        orientation: Qt.Orientation = Qt.Orientation.Vertical,
+    ) -> QDockWidget:
+        dock = QDockWidget(title, self.window)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.window.addDockWidget(area, dock, orientation)
+        return dock
+
+    def _pending_text(self) -> str | None:
+        editor = self.window.editor
+        return editor.text if editor.has_pending_text() else None
+
+    def _menu(self, title: str) -> QMenu:
+        for action in self.window.menuBar().actions():
+            if action.menu() is not None and action.text().replace("&", "") == title:
+                return action.menu()
+        return self.window.menuBar().addMenu(f"&{title}")
+
+    def _action(self, text: str, slot, shortcuts=(), checkable: bool = False) -> QAction:
+        action = QAction(text, self.window)
+        sequences = [QKeySequence(s) for s in shortcuts]
+        action.setShortcuts(
+            [s for i, s in enumerate(sequences) if not s.isEmpty() and s not in sequences[:i]]
+        )
+        action.setCheckable(checkable)
+        action.triggered.connect(slot)
+        return action
+
+    def _make_menus(self) -> None:
+        w, keys = self.window, QKeySequence.StandardKey
+        self.new_action = self._action("&New", self.new_document, [keys.New])
+        self.examples_menu = QMenu("New from &Example", w)
+        for example in examples():
+            action = self.examples_menu.addAction(example.title)
+            action.setToolTip(example.description)
+            action.setStatusTip(example.description)
+            action.triggered.connect(lambda _checked=False, p=example.path: self.new_from_example(p))
+        self.examples_menu.setToolTipsVisible(True)
+        self.recent_menu = QMenu("Open &Recent", w)
+        self.recent_menu.aboutToShow.connect(
+            lambda: fill_menu(self.recent_menu, self.recent, self.open_recent)
+        )
+        file_menu = self._menu("File")
+        file_menu.insertAction(w.open_action, self.new_action)
+        file_menu.insertMenu(w.open_action, self.examples_menu)
+        file_menu.insertMenu(w.save_action, self.recent_menu)
+        file_menu.insertSeparator(w.save_action)
+
+        self.find_action = self._action("&Find…", lambda: self.find(False), [keys.Find])
+        self.replace_action = self._action(
+            "Find and &Replace…", lambda: self.find(True), ["Ctrl+H", keys.Replace]
+        )
+        self.find_next_action = self._action("Find &Next", self.find_bar.find_next, [keys.FindNext])
+        self.find_previous_action = self._action(
+            "Find Pre&vious", self.find_bar.find_previous, [keys.FindPrevious]
+        )
+        edit_menu = self._menu("Edit")
+        edit_menu.addSeparator()
+        edit_menu.addActions(
+            [self.find_action, self.replace_action, self.find_next_action, self.find_previous_action]
+        )
+
+        self.dark_action = self._action("&Dark Theme", self.set_dark, checkable=True)
+        self.full_screen_action = self._action("&Full Screen", self._toggle_full_screen, [keys.FullScreen])
+        self.view_menu = view_menu = self._menu("View")
+        view_menu.insertActions(
+            view_menu.actions()[0] if view_menu.actions() else None,
+            [d.toggleViewAction() for d in (self.palette_dock, self.inspector_dock, self.solver_dock)],
+        )
+        view_menu.addSeparator()
+        view_menu.addActions([self.dark_action, self.full_screen_action])
+        view_menu.aboutToShow.connect(self._sync_theme_action)
+        self._sync_theme_action()
+
+        self.about_action = self._action("&About Barista", self.about)
+        self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
+        self._menu("Help").addAction(self.about_action)
+
+    def _sync_theme_action(self) -> None:
+        app = QApplication.instance()
+        self.dark_action.setChecked(isinstance(app, QApplication) and current_theme(app) == DARK)
+
+    def _toggle_full_screen(self) -> None:
+        w: QMainWindow = self.window
+        w.showNormal() if w.isFullScreen() else w.showFullScreen()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """On first show: the remembered layout, or else the default one for the window's size."""
+        if watched is self.window and event.type() == QEvent.Type.Show and not self._shown:
+            self._shown = True
+            if self.session is None or not self.session.restore():
+                self._size_docks()
+        return False
+
+    def _default_size(self) -> None:
+        """Most of the screen."""
+        screen = QGuiApplication.primaryScreen()
+        if screen is not None:
+            available = screen.availableGeometry()
+            self.window.resize(
+                min(int(available.width() * 0.9), 1720), min(int(available.height() * 0.9), 1080)
+            )
+
+    def _size_docks(self) -> None:
+        """The panels at widths that leave the canvas the middle; training a third of the height."""
+        w = self.window
+        # The prototxt's tab group is as wide as its widest panel needs; the inspector gets 330.
+        group = [w.editor_dock, *w.tabifiedDockWidgets(w.editor_dock)]
+        editor = max(430, *(dock.minimumSizeHint().width() for dock in group))
+        w.resizeDocks(
+            [self.palette_dock, w.editor_dock, self.inspector_dock],
+            [200, editor, 330],
+            Qt.Orientation.Horizontal,
+        )
+        bottom = [d for d in w.findChildren(QDockWidget) if w.dockWidgetArea(d) == Area.BottomDockWidgetArea]
+        if bottom:  # the training dock: a third of the height, the canvas keeps the rest
+            w.resizeDocks(bottom[:1], [max(w.height() // 3, 260)], Qt.Orientation.Vertical)
