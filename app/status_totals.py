@@ -15,8 +15,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
 from app.document import NET_KINDS, Change, Document
-from app.fillers.draws import seeded as own_generator
 from app.net_stats import Totals, describe_failure, human, net_totals
+from engine.rng import seeded as own_generator
 from proto import caffe_pb2
 
 DELAY_MS = 300

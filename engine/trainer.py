@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from engine import rng
 from engine.errors import EngineError
 from engine.solvers.base import Solver
 
@@ -73,6 +74,10 @@ class Trainer:
     def run(self, resume_file: str | None = None, weights: Callable[[Solver], None] | None = None) -> bool:
         """Train to max_iter (or until stopped); True when it ended without error."""
         start = time.perf_counter()
+        with rng.seeded(None):  # this run's draws are its own, whatever other threads draw
+            return self._run(resume_file, weights, start)
+
+    def _run(self, resume_file: str | None, weights: Callable[[Solver], None] | None, start: float) -> bool:
         try:
             solver = self._build()
             self.solver = solver
@@ -85,11 +90,17 @@ class Trainer:
         except EngineError as exc:
             self._emit("error", {"message": str(exc)})
             return False
-        except Exception as exc:  # noqa: BLE001 - a worker must report, never die silently
-            self._emit("error", {"message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        except Exception as exc:  # a worker must report, never die silently
+            self._emit(
+                "error", {"message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+            )
             return False
         self._emit(
             "finished",
-            {"iter": solver.iter, "stopped": solver.requested_early_exit, "seconds": time.perf_counter() - start},
+            {
+                "iter": solver.iter,
+                "stopped": solver.requested_early_exit,
+                "seconds": time.perf_counter() - start,
+            },
         )
         return True

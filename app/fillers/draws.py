@@ -10,21 +10,13 @@ every filler run before it, so no blob can be drawn alone and still match ``fill
 Only the layers up to the one shown are built (``upto``): the values of a layer do not depend on
 the layers after it.
 
-The engine's generator is one global, shared by every thread (the GUI thread infers shapes, a
-training run draws Dropout masks). Reseeding it for a preview would disturb them, and their draws
-during a preview would shift the preview's values. So ``seeded`` gives the *calling thread* its
-own generator: ``engine.rng.host`` and ``engine.rng.for_module`` are wrapped, once, to return a
-thread's own generator where it has one and the global one everywhere else.
-TODO(engine): this belongs in engine/rng.py as ``rng.using(generator)``; then drop the wrapping.
+The draws come from ``engine.rng.seeded(seed)``: generators of the calling thread's own, so a
+preview neither disturbs nor depends on a training run's or the GUI's draws.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -33,33 +25,6 @@ from engine.errors import EngineError
 from engine.net import Net
 from engine.netstate import layer_included, make_state
 from proto import caffe_pb2
-
-_local = threading.local()
-
-
-def _thread_aware(real: Callable[..., Any], pick: Callable[..., bool]) -> Callable[..., Any]:
-    def wrapped(*args: Any) -> Any:
-        own = getattr(_local, "generator", None)
-        return own if own is not None and pick(*args) else real(*args)
-
-    wrapped.thread_aware = True  # type: ignore[attr-defined]
-    return wrapped
-
-
-if not getattr(rng.host, "thread_aware", False):
-    rng.host = _thread_aware(rng.host, lambda: True)
-    rng.for_module = _thread_aware(rng.for_module, lambda xp: xp is np)
-
-
-@contextmanager
-def seeded(seed: int) -> Iterator[np.random.Generator]:
-    """In this thread, draw as ``main.py fill --seed seed`` draws; other threads see no change."""
-    outer = getattr(_local, "generator", None)
-    _local.generator = np.random.default_rng(seed)  # what engine.rng.set_random_seed(seed) makes
-    try:
-        yield _local.generator
-    finally:
-        _local.generator = outer
 
 
 @dataclass
@@ -98,7 +63,7 @@ def net_layer_index(net: Net, param: caffe_pb2.NetParameter, index: int, phase: 
 
 def build(param: caffe_pb2.NetParameter, phase: int, seed: int) -> Net:
     """The net as ``main.py fill`` builds it (host arrays, float32), fillers seeded with ``seed``."""
-    with seeded(seed):
+    with rng.seeded(seed):
         return Net(param, phase=phase, xp=np)
 
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.fillers.draws import close, seeded
+from app.fillers.draws import close
 from app.fillers.slots import WEIGHT_LAYERS
 from engine.net import Net
+from engine.rng import seeded
 from proto import caffe_pb2
 
 FillerParameter = caffe_pb2.FillerParameter

@@ -15,8 +15,8 @@ from engine.net import Net
 
 def initial_parameters(path: str, phase: int, seed: int) -> dict[str, np.ndarray]:
     """Every parameter blob of the net as its fillers draw it, keyed 'LAYER/INDEX'."""
-    rng.set_random_seed(seed)
-    net = Net(read_net(path), phase=phase, xp=np)
+    with rng.seeded(seed):
+        net = Net(read_net(path), phase=phase, xp=np)
     return {
         f"{name}/{i}": backend.to_host(blob.data)
         for name, layer in zip(net.layer_names, net.layers)

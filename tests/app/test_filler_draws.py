@@ -8,13 +8,14 @@ import threading
 import numpy as np
 import pytest
 
-from app.fillers.draws import initialise, net_layer_index, seeded
+from app.fillers.draws import initialise, net_layer_index
 from app.fillers.netstart import probe, verdict
 from app.fillers.summary import summarise
 from app.fillers.traps import traps
 from engine import rng
 from engine.cli.fill import initial_parameters
 from engine.net import Net
+from engine.rng import seeded
 from proto import caffe_pb2, textio
 
 TRAIN, TEST = caffe_pb2.TRAIN, caffe_pb2.TEST

@@ -382,3 +382,24 @@ def test_expected_stats_agree_with_caffes_draws(golden_fillers, key):
     stats = expected_stats(param(caffe["filler"]), caffe["shape"])
     assert abs(stats["mean"] - caffe["mean"]) <= 6 * caffe["std"] / math.sqrt(caffe["count"])
     assert stats["std"] == pytest.approx(caffe["std"], rel=0.04)
+
+
+def test_a_thread_can_draw_from_its_own_seeded_generators():
+    import threading
+
+    param = caffe_pb2.FillerParameter(type="gaussian", std=1)
+    rng.set_random_seed(7)
+    shared_first = get_filler(param).sample((5,))
+    rng.set_random_seed(7)
+    results = {}
+
+    def preview():
+        with rng.seeded(3):
+            results["own"] = get_filler(param).sample((5,))
+
+    worker = threading.Thread(target=preview)
+    worker.start()
+    worker.join()
+    np.testing.assert_array_equal(get_filler(param).sample((5,)), shared_first)  # undisturbed
+    with rng.seeded(3):
+        np.testing.assert_array_equal(get_filler(param).sample((5,)), results["own"])
