@@ -77,8 +77,14 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         from graph_view.cli_draw import run
 
         return run
-    modules = {"splits": "splits", "time": "time", "device_query": "device_query", "fill": "fill",
-               "train": "train", "test": "score"}
+    modules = {
+        "splits": "splits",
+        "time": "time",
+        "device_query": "device_query",
+        "fill": "fill",
+        "train": "train",
+        "test": "score",
+    }
     if name in modules:
         import importlib
 

@@ -74,8 +74,14 @@ def time_torch(size: int, iters: int, gpu: bool) -> float:
 
     device = torch.device("cuda" if gpu else "cpu")
     model = nn.Sequential(
-        nn.Conv2d(1, 20, 5), nn.MaxPool2d(2, 2, ceil_mode=True), nn.Conv2d(20, 50, 5),
-        nn.MaxPool2d(2, 2, ceil_mode=True), nn.Flatten(), nn.Linear(800, 500), nn.ReLU(), nn.Linear(500, 10),
+        nn.Conv2d(1, 20, 5),
+        nn.MaxPool2d(2, 2, ceil_mode=True),
+        nn.Conv2d(20, 50, 5),
+        nn.MaxPool2d(2, 2, ceil_mode=True),
+        nn.Flatten(),
+        nn.Linear(800, 500),
+        nn.ReLU(),
+        nn.Linear(500, 10),
     ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=0.0005)
     loss_fn = nn.CrossEntropyLoss()
@@ -116,8 +122,10 @@ def main(argv: list[str] | None = None) -> None:
     for size in args.batch:
         ours = time_engine(size, args.iters, args.gpu)
         theirs = time_torch(size, args.iters, args.gpu)
-        print(f"LeNet train, batch {size}, {where}: engine {ours:.2f} ms/iter, torch {theirs:.2f} ms/iter, "
-              f"ratio {ours / theirs:.2f}")
+        print(
+            f"LeNet train, batch {size}, {where}: engine {ours:.2f} ms/iter, torch {theirs:.2f} ms/iter, "
+            f"ratio {ours / theirs:.2f}"
+        )
 
 
 if __name__ == "__main__":

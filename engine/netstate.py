@@ -40,7 +40,9 @@ def layer_included(layer: caffe_pb2.LayerParameter, state: caffe_pb2.NetState) -
     return any(state_meets_rule(state, rule) for rule in layer.include)
 
 
-def filter_net(param: caffe_pb2.NetParameter, state: caffe_pb2.NetState | None = None) -> caffe_pb2.NetParameter:
+def filter_net(
+    param: caffe_pb2.NetParameter, state: caffe_pb2.NetState | None = None
+) -> caffe_pb2.NetParameter:
     """A copy of ``param`` holding only the layers ``state`` (default: ``param.state``) includes."""
     state = param.state if state is None else state
     filtered = caffe_pb2.NetParameter()

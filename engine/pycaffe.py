@@ -136,10 +136,21 @@ def _read_weights(path: str) -> caffe_pb2.NetParameter:
 
 
 class Net:
-    """pycaffe's Net: ``Net(model, phase, level=0, stages=None, weights=None)`` or ``Net(model, weights, phase)``."""
+    """pycaffe's Net: ``Net(model, phase, level=0, stages=None, weights=None)``.
 
-    def __init__(self, network_file: Any, *args: Any, level: int = 0, stages: Sequence[str] | None = None,
-                 weights: str | None = None, phase: int | None = None, _core: core.Net | None = None) -> None:
+    The deprecated ``Net(model, weights, phase)`` is accepted too.
+    """
+
+    def __init__(
+        self,
+        network_file: Any,
+        *args: Any,
+        level: int = 0,
+        stages: Sequence[str] | None = None,
+        weights: str | None = None,
+        phase: int | None = None,
+        _core: core.Net | None = None,
+    ) -> None:
         if _core is None:
             if len(args) == 2:  # the deprecated Net(model, weights, phase)
                 weights, phase = args
@@ -149,14 +160,19 @@ class Net:
                 raise TypeError("Net(network_file, phase, level=0, stages=None, weights=None)")
             if phase not in (TRAIN, TEST):
                 raise TypeError("Net needs a phase: engine.TRAIN or engine.TEST")
-            param = network_file if isinstance(network_file, caffe_pb2.NetParameter) else _read_net_param(
-                str(network_file)
+            param = (
+                network_file
+                if isinstance(network_file, caffe_pb2.NetParameter)
+                else _read_net_param(str(network_file))
             )
             _core = core.Net(param, phase=phase, level=level, stages=list(stages or []))
         self._net = _core
         self._mirrors = _Mirrors()
         self._callbacks: dict[str, list[Callable[[int], None]]] = {
-            "before_forward": [], "after_forward": [], "before_backward": [], "after_backward": []
+            "before_forward": [],
+            "after_forward": [],
+            "before_backward": [],
+            "after_backward": [],
         }
         if weights:
             self.copy_from(weights)
@@ -292,7 +308,9 @@ class Net:
                     for i, blob in enumerate(blobs):
                         values = np.asarray(group[str(i)])
                         if values.size != blob.count():
-                            raise EngineError(f"{filename}: blob {name}/{i} has {values.shape}, net has {blob.shape}")
+                            raise EngineError(
+                                f"{filename}: blob {name}/{i} has {values.shape}, net has {blob.shape}"
+                            )
                         blob.data[...] = blob.xp.asarray(values.reshape(blob.shape))
 
         self._run(load)
@@ -335,17 +353,24 @@ class Net:
     @property
     def top_names(self) -> OrderedDict[str, list[str]]:
         return OrderedDict(
-            (name, [self._blob_names[i] for i in self._top_ids(k)]) for k, name in enumerate(self._layer_names)
+            (name, [self._blob_names[i] for i in self._top_ids(k)])
+            for k, name in enumerate(self._layer_names)
         )
 
     @property
     def bottom_names(self) -> OrderedDict[str, list[str]]:
         return OrderedDict(
-            (name, [self._blob_names[i] for i in self._bottom_ids(k)]) for k, name in enumerate(self._layer_names)
+            (name, [self._blob_names[i] for i in self._bottom_ids(k)])
+            for k, name in enumerate(self._layer_names)
         )
 
-    def forward(self, blobs: Iterable[str] | None = None, start: str | None = None, end: str | None = None,
-                **kwargs: Any) -> dict[str, np.ndarray]:
+    def forward(
+        self,
+        blobs: Iterable[str] | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        **kwargs: Any,
+    ) -> dict[str, np.ndarray]:
         """Run forward from layer ``start`` to ``end``; inputs as keyword arrays; returns the outputs."""
         extra = list(blobs or [])
         start_ind = self._layer_names.index(start) if start is not None else 0
@@ -365,8 +390,13 @@ class Net:
         self._forward(start_ind, end_ind)
         return {name: self.blobs[name].data for name in outputs}
 
-    def backward(self, diffs: Iterable[str] | None = None, start: str | None = None, end: str | None = None,
-                 **kwargs: Any) -> dict[str, np.ndarray]:
+    def backward(
+        self,
+        diffs: Iterable[str] | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        **kwargs: Any,
+    ) -> dict[str, np.ndarray]:
         """Run backward from layer ``start`` down to ``end``; top diffs as keyword arrays; returns diffs."""
         extra = list(diffs or [])
         start_ind = self._layer_names.index(start) if start is not None else len(self._net.layers) - 1
@@ -395,8 +425,9 @@ class Net:
                 all_outs[out].extend(out_blob.copy())
         return self._unpad(all_outs, kwargs)
 
-    def forward_backward_all(self, blobs: Iterable[str] | None = None, diffs: Iterable[str] | None = None,
-                             **kwargs: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def forward_backward_all(
+        self, blobs: Iterable[str] | None = None, diffs: Iterable[str] | None = None, **kwargs: Any
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Forward and backward any number of inputs/top diffs in batches."""
         all_outs: dict[str, list[np.ndarray]] = {out: [] for out in set(self.outputs + list(blobs or []))}
         all_diffs: dict[str, list[np.ndarray]] = {d: [] for d in set(self.inputs + list(diffs or []))}
@@ -411,7 +442,9 @@ class Net:
                 all_diffs[d].extend(d_blobs.copy())
         return self._unpad(all_outs, kwargs), self._unpad(all_diffs, kwargs)
 
-    def _unpad(self, collected: dict[str, list[np.ndarray]], kwargs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def _unpad(
+        self, collected: dict[str, list[np.ndarray]], kwargs: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         out = {name: np.asarray(values) for name, values in collected.items()}
         if kwargs:
             total = len(next(iter(kwargs.values())))

@@ -30,7 +30,11 @@ class Solver:
 
     def __init__(self, solver_file: str | caffe_pb2.SolverParameter, _core: CoreSolver | None = None) -> None:
         if _core is None:
-            param = solver_file if isinstance(solver_file, caffe_pb2.SolverParameter) else _read_solver(solver_file)
+            param = (
+                solver_file
+                if isinstance(solver_file, caffe_pb2.SolverParameter)
+                else _read_solver(solver_file)
+            )
             if self.solver_type is not None:
                 param.type = self.solver_type
             _core = solvers.create_solver(param)
@@ -100,7 +104,9 @@ def get_solver(solver_file: str) -> Solver:
 
 
 def _typed(name: str, type_name: str) -> type[Solver]:
-    return type(name, (Solver,), {"solver_type": type_name, "__doc__": f"pycaffe's {name}: a {type_name} solver."})
+    return type(
+        name, (Solver,), {"solver_type": type_name, "__doc__": f"pycaffe's {name}: a {type_name} solver."}
+    )
 
 
 SGDSolver = _typed("SGDSolver", "SGD")

@@ -29,7 +29,9 @@ def layer_param(text: str, phase: int = caffe_pb2.TRAIN) -> caffe_pb2.LayerParam
     return param
 
 
-def make_layer(text: str, xp: ModuleType = np, dtype: Any = np.float64, phase: int = caffe_pb2.TRAIN) -> Layer:
+def make_layer(
+    text: str, xp: ModuleType = np, dtype: Any = np.float64, phase: int = caffe_pb2.TRAIN
+) -> Layer:
     return create_layer(layer_param(text, phase), xp=xp, dtype=dtype)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from engine import backend  # noqa: E402
+from engine import backend
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 
 from engine import backend
-from engine.errors import EngineError
 from engine.cli.common import phase_value, read_net
+from engine.errors import EngineError
 from engine.net import Net
 
 

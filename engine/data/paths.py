@@ -2,9 +2,9 @@
 
 Caffe opens a relative ``source`` (and ``mean_file``) against the working directory. When that
 path does not exist, the data root is tried: ``DATA_ROOT`` (set by the app), else the folder in
-the ``BARISTA_DATA_ROOT`` environment variable, else the bundled MNIST folder once it is prepared. Under it the whole relative path is tried first,
-then its last component alone, so Caffe's own ``examples/mnist/mnist_train_lmdb`` finds
-``<root>/mnist_train_lmdb``.
+the ``BARISTA_DATA_ROOT`` environment variable, else the bundled MNIST folder once it is
+prepared. Under it the whole relative path is tried first, then its last component alone, so
+Caffe's own ``examples/mnist/mnist_train_lmdb`` finds ``<root>/mnist_train_lmdb``.
 """
 
 from __future__ import annotations

@@ -10,4 +10,12 @@ for _module in pkgutil.iter_modules(__path__):
     if _module.name not in ("base", "registry") and not _module.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["Layer", "LossLayer", "NeuronLayer", "create_layer", "layer_class", "layer_types", "register_layer"]
+__all__ = [
+    "Layer",
+    "LossLayer",
+    "NeuronLayer",
+    "create_layer",
+    "layer_class",
+    "layer_types",
+    "register_layer",
+]

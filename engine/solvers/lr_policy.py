@@ -10,7 +10,9 @@ from proto import caffe_pb2
 POLICIES = ("fixed", "step", "exp", "inv", "multistep", "poly", "sigmoid")
 
 
-def learning_rate(param: caffe_pb2.SolverParameter, iteration: int, current_step: int = 0) -> tuple[float, int]:
+def learning_rate(
+    param: caffe_pb2.SolverParameter, iteration: int, current_step: int = 0
+) -> tuple[float, int]:
     """The rate at ``iteration`` and the multistep position after it (Caffe's GetLearningRate).
 
     multistep advances at most one step per call, as Caffe does, so callers evaluate it every

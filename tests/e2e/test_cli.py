@@ -83,12 +83,22 @@ def test_train_then_test_from_the_command_line(tmp_path):
     assert re.search(r"Iteration 50, lr = 0\.05", done.stdout)
     assert "Optimization Done." in done.stdout
     assert (tmp_path / "mlp_iter_30.caffemodel").exists() and (tmp_path / "mlp_iter_60.solverstate").exists()
-    scored = main("test", "--model", "mlp.prototxt", "--weights", "mlp_iter_60.caffemodel",
-                  "--iterations", "3", cwd=tmp_path)
+    scored = main(
+        "test",
+        "--model",
+        "mlp.prototxt",
+        "--weights",
+        "mlp_iter_60.caffemodel",
+        "--iterations",
+        "3",
+        cwd=tmp_path,
+    )
     assert scored.returncode == 0, scored.stderr
     assert len(re.findall(r"Batch \d, loss = [\d.]+", scored.stdout)) == 3
     assert re.search(r"loss = [\d.]+ \(\* 1 = [\d.]+ loss\)", scored.stdout)
-    resumed = main("train", "--solver", "solver.prototxt", "--snapshot", "mlp_iter_30.solverstate", cwd=tmp_path)
+    resumed = main(
+        "train", "--solver", "solver.prototxt", "--snapshot", "mlp_iter_30.solverstate", cwd=tmp_path
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert "Iteration 50, lr" in resumed.stdout and "Iteration 0," not in resumed.stdout
 

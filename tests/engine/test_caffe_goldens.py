@@ -12,11 +12,11 @@ import json
 import numpy as np
 import pytest
 from google.protobuf import text_format
+from tests_support import GOLDEN_LAYER_CASES, close
 
 from engine import backend
 from engine.net import Net
 from proto import caffe_pb2
-from tests_support import GOLDEN_LAYER_CASES, close
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -63,14 +63,18 @@ def test_layer_case_matches_caffe(goldens, xp, name):
             got = backend.to_host(blob.data if kind == "param" else blob.diff)
         else:
             continue
-        assert close(got, want, rtol), f"{name}: {key} differs from Caffe (max |diff| {np.abs(got - want).max():g})"
+        assert close(got, want, rtol), (
+            f"{name}: {key} differs from Caffe (max |diff| {np.abs(got - want).max():g})"
+        )
 
 
 def test_saved_net_matches_caffe_layout(goldens):
     """Our to_proto writes the layers Caffe writes: splits included, phase and loss_weight set."""
     net, _, _ = load_case(goldens, "accuracy_test", np)
     ours = net.to_proto()
-    theirs = caffe_pb2.NetParameter.FromString((goldens / "layers/accuracy_test/weights.caffemodel").read_bytes())
+    theirs = caffe_pb2.NetParameter.FromString(
+        (goldens / "layers/accuracy_test/weights.caffemodel").read_bytes()
+    )
     for message in (ours, theirs):
         for layer in message.layer:
             del layer.blobs[:]

@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 from google.protobuf import text_format
+from tests_support import close
 
 from engine import backend
 from engine.errors import EngineError
 from engine.solvers import create_solver, solver_types
 from engine.solvers.lr_policy import learning_rate
 from proto import caffe_pb2
-from tests_support import close
 
 N, D = 8, 3
 LEAST_SQUARES = f"""
@@ -179,7 +179,9 @@ def test_learning_rate_policies(policy, fields, formula):
 
 
 def test_sigmoid_policy_saturates_instead_of_overflowing():
-    param = text_format.Parse('base_lr: 0.1 lr_policy: "sigmoid" gamma: 0.5 stepsize: 4000', caffe_pb2.SolverParameter())
+    param = text_format.Parse(
+        'base_lr: 0.1 lr_policy: "sigmoid" gamma: 0.5 stepsize: 4000', caffe_pb2.SolverParameter()
+    )
     assert learning_rate(param, 0)[0] == 0.0
     assert learning_rate(param, 8000)[0] == pytest.approx(0.1)
 

@@ -54,8 +54,12 @@ class Recorder:
 def test_events_of_a_whole_run(tmp_path):
     recorder = Recorder()
     prefix = str(tmp_path / "tiny")
-    trainer = Trainer(lambda: create_solver(solver_param(f'snapshot: 20 snapshot_prefix: "{prefix}"'),
-                                            log_fn=lambda s: None), recorder)
+    trainer = Trainer(
+        lambda: create_solver(
+            solver_param(f'snapshot: 20 snapshot_prefix: "{prefix}"'), log_fn=lambda s: None
+        ),
+        recorder,
+    )
     assert trainer.run()
     kinds = recorder.kinds()
     assert kinds[0] == "started" and kinds[-1] == "finished"
@@ -79,7 +83,9 @@ def test_pause_resume_and_stop_from_another_thread():
         if kind == "paused":
             paused_at.set()
 
-    trainer = Trainer(lambda: create_solver(solver_param("max_iter: 100000"), log_fn=lambda s: None), listener)
+    trainer = Trainer(
+        lambda: create_solver(solver_param("max_iter: 100000"), log_fn=lambda s: None), listener
+    )
     worker = threading.Thread(target=lambda: (trainer.run(), gate.set()))
     worker.start()
     assert paused_at.wait(10)
@@ -106,9 +112,13 @@ def test_snapshot_on_request(tmp_path):
         if kind == "iteration" and payload["iter"] == 3:
             trainer.request_snapshot()
 
-    trainer = Trainer(lambda: create_solver(solver_param(f'max_iter: 10 snapshot_prefix: "{prefix}" '
-                                                         "snapshot_after_train: false"), log_fn=lambda s: None),
-                      listener)
+    trainer = Trainer(
+        lambda: create_solver(
+            solver_param(f'max_iter: 10 snapshot_prefix: "{prefix}" snapshot_after_train: false'),
+            log_fn=lambda s: None,
+        ),
+        listener,
+    )
     assert trainer.run()
     assert [p["iter"] for p in recorder.of("snapshot")] == [4]
     assert (tmp_path / "now_iter_4.caffemodel").exists()
@@ -117,8 +127,12 @@ def test_snapshot_on_request(tmp_path):
 def test_non_finite_loss_stops_the_run_naming_the_layer(tmp_path):
     recorder = Recorder()
     prefix = str(tmp_path / "nan")
-    trainer = Trainer(lambda: create_solver(solver_param(f'base_lr: 1e6 snapshot: 1 snapshot_prefix: "{prefix}"'),
-                                            log_fn=lambda s: None), recorder)
+    trainer = Trainer(
+        lambda: create_solver(
+            solver_param(f'base_lr: 1e6 snapshot: 1 snapshot_prefix: "{prefix}"'), log_fn=lambda s: None
+        ),
+        recorder,
+    )
     assert not trainer.run()
     message = recorder.of("error")[0]["message"]
     assert "loss is" in message and "first non-finite output: layer 'loss'" in message
@@ -199,22 +213,31 @@ def test_resume_with_lmdb_data_and_test_nets_reproduces_losses_and_scores(tmp_pa
 
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(0)
-    write_datum_lmdb(tmp_path / "train_lmdb", rng.integers(0, 256, (37, 1, 4, 4), dtype=np.uint8),
-                     rng.integers(0, 3, 37))
-    write_datum_lmdb(tmp_path / "test_lmdb", rng.integers(0, 256, (25, 1, 4, 4), dtype=np.uint8),
-                     rng.integers(0, 3, 25))
+    write_datum_lmdb(
+        tmp_path / "train_lmdb", rng.integers(0, 256, (37, 1, 4, 4), dtype=np.uint8), rng.integers(0, 3, 37)
+    )
+    write_datum_lmdb(
+        tmp_path / "test_lmdb", rng.integers(0, 256, (25, 1, 4, 4), dtype=np.uint8), rng.integers(0, 3, 25)
+    )
 
     def make():
         param = text_format.Parse(
             'type: "SGD" base_lr: 0.1 momentum: 0.9 lr_policy: "fixed" max_iter: 30 random_seed: 3 '
-            'test_iter: 2 test_interval: 4 snapshot_prefix: "s"', caffe_pb2.SolverParameter())
+            'test_iter: 2 test_interval: 4 snapshot_prefix: "s"',
+            caffe_pb2.SolverParameter(),
+        )
         param.net_param.CopyFrom(text_format.Parse(LMDB_NET, caffe_pb2.NetParameter()))
         return create_solver(param, log_fn=lambda s: None)
 
     def record(solver, iterations):
         seen: list[tuple] = []
-        solver.listeners.append(lambda kind, p: seen.append(
-            (kind, p["loss"] if kind == "iteration" else p.get("scores"))) if kind in ("iteration", "test") else None)
+        solver.listeners.append(
+            lambda kind, p: (
+                seen.append((kind, p["loss"] if kind == "iteration" else p.get("scores")))
+                if kind in ("iteration", "test")
+                else None
+            )
+        )
         solver.step(iterations)
         return seen
 

@@ -5,9 +5,23 @@ from __future__ import annotations
 import numpy as np
 
 GOLDEN_LAYER_CASES = [
-    "accuracy_test", "batch_norm", "concat", "convolution", "deconvolution", "dropout_test", "eltwise_sum",
-    "euclidean_loss", "inner_product", "lrn_across", "pooling_ave", "pooling_max", "relu", "sigmoid", "softmax",
-    "softmax_with_loss", "tanh",
+    "accuracy_test",
+    "batch_norm",
+    "concat",
+    "convolution",
+    "deconvolution",
+    "dropout_test",
+    "eltwise_sum",
+    "euclidean_loss",
+    "inner_product",
+    "lrn_across",
+    "pooling_ave",
+    "pooling_max",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "softmax_with_loss",
+    "tanh",
 ]
 
 
