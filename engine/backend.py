@@ -18,7 +18,7 @@ try:  # cupy is an optional extra; its absence (or a broken CUDA install) is a n
     import cupy as _cupy
 
     _cupy_error: str | None = None
-except Exception as exc:  # noqa: BLE001 - ImportError, CUDA driver errors, ...
+except Exception as exc:
     _cupy = None
     _cupy_error = f"cupy is not importable ({type(exc).__name__}: {exc}); install the 'gpu' extra"
 
@@ -37,7 +37,7 @@ def gpu_unavailable_reason() -> str | None:
         return _cupy_error
     try:
         count = _cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # noqa: BLE001 - no driver, no device
+    except Exception as exc:
         return f"cupy {_cupy.__version__} found no usable CUDA device ({exc})"
     if count == 0:
         return f"cupy {_cupy.__version__} found no CUDA device"
@@ -143,3 +143,35 @@ def describe() -> dict[str, Any]:
 def scatter_add(target: Any, indices: Any, values: Any) -> None:
     """``target[indices] += values`` with repeated indices summed (numpy's ``add.at``)."""
     get_array_module(target).add.at(target, indices, values)
+
+
+class Workspace:
+    """Scratch arrays a layer reuses from one call to the next, by name.
+
+    An array is made again only when its shape, dtype or array module changes, so training in a
+    steady state allocates nothing: on the CPU a fresh large array costs page faults each time, on
+    the GPU a memory-pool lookup. Arrays above ``retain_bytes`` are not kept (a net of large layers
+    would otherwise hold every layer's scratch at once); ``kept`` says whether one was.
+    """
+
+    retain_bytes = 64 << 20
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, tuple[ModuleType, Any]] = {}
+
+    def get(self, name: str, shape: tuple[int, ...], dtype: Any, xp: ModuleType, zeros: bool = False) -> Any:
+        """An array of that shape and dtype; with ``zeros``, zero-filled when (re)made (callers that
+        write only part of it each time rely on the rest staying as they left it)."""
+        entry = self._arrays.get(name)
+        if entry is not None and entry[0] is xp and entry[1].shape == shape and entry[1].dtype == dtype:
+            return entry[1]
+        array = xp.zeros(shape, dtype) if zeros else xp.empty(shape, dtype)
+        if array.nbytes <= self.retain_bytes:
+            self._arrays[name] = (xp, array)
+        else:
+            self._arrays.pop(name, None)
+        return array
+
+    def kept(self, name: str, array: Any) -> bool:
+        entry = self._arrays.get(name)
+        return entry is not None and entry[1] is array

@@ -55,7 +55,9 @@ class Net:
     def _init(self, in_param: caffe_pb2.NetParameter) -> None:
         self.phase = in_param.state.phase
         self.name = in_param.name
-        param = insert_splits(filter_net(in_param, make_state(self.phase, in_param.state.level, in_param.state.stage)))
+        param = insert_splits(
+            filter_net(in_param, make_state(self.phase, in_param.state.level, in_param.state.stage))
+        )
         self.net_param = param
         self.layers: list[Layer] = []
         self.layer_names: list[str] = []
@@ -92,8 +94,9 @@ class Net:
                 layer_param.phase = self.phase
             if layer_param.propagate_down and len(layer_param.propagate_down) != len(layer_param.bottom):
                 raise NetError(
-                    f"layer '{layer_param.name}': propagate_down must be given 0 or {len(layer_param.bottom)} "
-                    f"times (once per bottom), got {len(layer_param.propagate_down)}"
+                    f"layer '{layer_param.name}': propagate_down must be given 0 or "
+                    f"{len(layer_param.bottom)} times (once per bottom), "
+                    f"got {len(layer_param.propagate_down)}"
                 )
             layer = create_layer(layer_param, xp=self.xp, dtype=self.dtype)
             self.layers.append(layer)
@@ -108,7 +111,8 @@ class Net:
             for bottom_id, blob_name in enumerate(layer_param.bottom):
                 if blob_name not in available:
                     raise NetError(
-                        f"Unknown bottom blob '{blob_name}' (layer '{layer_param.name}', bottom index {bottom_id})"
+                        f"Unknown bottom blob '{blob_name}' "
+                        f"(layer '{layer_param.name}', bottom index {bottom_id})"
                     )
                 blob_id = blob_index[blob_name]
                 self.bottom_vecs[-1].append(self.blob_list[blob_id])
@@ -281,7 +285,9 @@ class Net:
         for layer_id, layer in enumerate(self.layers):
             self.layer_need_backward[layer_id] = True
             for bottom_id, blob_id in enumerate(self.bottom_id_vecs[layer_id]):
-                wants = self.bottom_need_backward[layer_id][bottom_id] or layer.allow_force_backward(bottom_id)
+                wants = self.bottom_need_backward[layer_id][bottom_id] or layer.allow_force_backward(
+                    bottom_id
+                )
                 self.bottom_need_backward[layer_id][bottom_id] = wants
                 self.blob_need_backward[blob_id] = self.blob_need_backward[blob_id] or wants
             layer.param_propagate_down = [True] * len(layer.blobs)
@@ -391,7 +397,7 @@ class Net:
     # --- weights -----------------------------------------------------------------------------
     def copy_trained_layers_from(self, param: caffe_pb2.NetParameter) -> None:
         """Copy blobs layer by layer, matched by name; layers absent here are ignored."""
-        from proto.upgrade import upgrade_net_as_needed  # noqa: PLC0415 - proto.upgrade imports heavy tables
+        from proto.upgrade import upgrade_net_as_needed
 
         param = upgrade_net_as_needed(param)
         for source in param.layer:
@@ -466,16 +472,19 @@ class Net:
             self.logger(f"    [Forward] Layer {name}, top blob {self.blob_names[blob_id]} data: {mean:g}")
         for blob, net_param_id in zip(self.layers[layer_id].blobs, self.param_id_vecs[layer_id]):
             mean = blob.asum_data() / max(blob.count(), 1)
-            self.logger(
-                f"    [Forward] Layer {name}, param blob {self.param_display_names[net_param_id]} data: {mean:g}"
-            )
+            display = self.param_display_names[net_param_id]
+            self.logger(f"    [Forward] Layer {name}, param blob {display} data: {mean:g}")
 
     def _backward_debug_info(self, layer_id: int) -> None:
         name = self.layer_names[layer_id]
-        for bottom_id, (blob, blob_id) in enumerate(zip(self.bottom_vecs[layer_id], self.bottom_id_vecs[layer_id])):
+        for bottom_id, (blob, blob_id) in enumerate(
+            zip(self.bottom_vecs[layer_id], self.bottom_id_vecs[layer_id])
+        ):
             if self.bottom_need_backward[layer_id][bottom_id]:
                 mean = blob.asum_diff() / max(blob.count(), 1)
-                self.logger(f"    [Backward] Layer {name}, bottom blob {self.blob_names[blob_id]} diff: {mean:g}")
+                self.logger(
+                    f"    [Backward] Layer {name}, bottom blob {self.blob_names[blob_id]} diff: {mean:g}"
+                )
         layer = self.layers[layer_id]
         for param_id, blob in enumerate(layer.blobs):
             if layer.param_propagate_down[param_id]:

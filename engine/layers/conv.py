@@ -9,7 +9,9 @@ Both are written in the "convolution view": a convolution from a conv input with
 conv output with conv_out channels, weight (conv_out, conv_in / group, *kernel). Convolution runs it
 forward (y = W cols(x)); Deconvolution's forward is its backward-data pass (y = col2im(W^T x)).
 Gradients: dW += dy_conv cols(x_conv)^T, dx_conv = col2im(W^T dy_conv), db += sum of dy over batch and
-space. Each is one GEMM per group over the whole batch (see engine.layers.im2col).
+space. Each is one (batched) GEMM over the whole batch (see engine.layers.im2col for the two column
+layouts); Convolution keeps the forward's columns for the weight gradient when they are small enough to
+keep (a backward that follows a forward on the same bottom array, as in training, computes them once).
 """
 
 from __future__ import annotations
@@ -17,11 +19,24 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from engine import backend, kernels
 from engine.blob import Blob, shape_string
 from engine.fillers import get_filler
 from engine.layers.base import Layer
-from engine.layers.im2col import batch_first, col2im, conv_output_shape, im2col
+from engine.layers.im2col import (
+    batch_first,
+    col2im,
+    col2im_images,
+    conv_output_shape,
+    im2col,
+    im2col_images,
+    padded_shape,
+)
 from engine.layers.registry import register_layer
+
+# Outputs per image from which per-image columns beat batch-inner ones on the CPU (measured on LeNet:
+# 576 outputs favour per image by 3x, 64 favour batch-inner by 1.4x).
+PER_IMAGE_MIN_OUTPUTS = 256
 
 
 def spatial_geometry(layer: Layer, num_spatial: int) -> tuple[tuple[int, ...], ...]:
@@ -65,6 +80,7 @@ class BaseConvolutionLayer(Layer):
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.convolution_param
+        self.workspace = backend.Workspace()
         try:
             self.channel_axis = bottom[0].canonical_axis_index(p.axis)
         except ValueError as exc:
@@ -124,39 +140,114 @@ class BaseConvolutionLayer(Layer):
         self.conv_in, self.conv_out = (
             (out_spatial, in_spatial) if self.reverse_dimensions else (in_spatial, out_spatial)
         )
+        self.choose_layout(bottom[0])
 
     def output_shape(self, spatial: tuple[int, ...]) -> tuple[int, ...]:
         raise NotImplementedError
 
     # --- the convolution view's matrices ------------------------------------------------------
+    # Columns come in one of two layouts (see engine.layers.im2col): per image (N, G, CK, P), whose
+    # GEMM writes the conv output (N, C_out, *out) in place, or batch-inner (G, CK, P * N), one GEMM
+    # over long rows with the batch transposed in and out. Per image wins for large outputs and on
+    # the GPU; batch-inner for the small outputs of deep layers on the CPU. CK = C_in / G * prod(kernel).
+    def choose_layout(self, bottom: Blob) -> None:
+        """Decide the column layout for this shape, and drop what the last forward kept."""
+        outputs = math.prod(self.conv_out)
+        self.per_image = outputs >= PER_IMAGE_MIN_OUTPUTS or kernels.enabled(bottom.data)
+        self.kept_cols: dict[int, tuple[Any, Any]] = {}
+
     def weights(self, diff: bool = False) -> Any:
         """The weight as (group, conv_out / group, conv_in / group * prod(kernel))."""
         w = self.blobs[0].diff if diff else self.blobs[0].data
         return w.reshape(self.group, w.shape[0] // self.group, -1)
 
-    def grouped(self, a: Any) -> Any:
-        """(num, C, *spatial) -> contiguous (group, C / group, prod(spatial) * num), the columns' order."""
-        n, c = a.shape[:2]
-        return self.xp.moveaxis(a.reshape(n, c, -1), 0, -1).reshape(self.group, c // self.group, -1)
-
-    def ungrouped(self, m: Any, spatial: tuple[int, ...]) -> Any:
-        """(group, C / group, prod(spatial) * num) -> (num, C, *spatial), a view."""
-        return batch_first(m.reshape(-1, *spatial, self.num))
-
-    def cols(self, a: Any) -> Any:
-        """im2col of a conv input (num, conv_in, *spatial) as (group, conv_in / group * prod(k), P * num)."""
-        col = im2col(a, self.kernel, self.pad, self.stride, self.dilation)
-        return col.reshape(self.group, -1, math.prod(self.conv_out) * self.num)
-
-    def uncols(self, m: Any) -> Any:
-        """col2im of (group, conv_in / group * prod(k), P * num) into (num, conv_in, *spatial)."""
-        col = m.reshape(-1, *self.kernel, *self.conv_out, self.num)
-        return col2im(col, self.conv_in, self.kernel, self.pad, self.stride, self.dilation)
-
     def batch(self, blob: Blob, data: bool = True) -> Any:
         """A blob's data (or diff) with its batch axes merged: (num, C, *spatial), a view."""
         a = blob.data if data else blob.diff
         return a.reshape(self.num, *blob.shape[self.channel_axis :])
+
+    def matrix(self, a: Any) -> Any:
+        """A conv output (num, C_out, *out) as the GEMM sees it: per image a view (num, G, C_out/G, P),
+        else a copy (G, C_out/G, P * num) with the batch innermost."""
+        n, c = a.shape[:2]
+        if self.per_image:
+            return a.reshape(n, self.group, c // self.group, -1)
+        m = self.workspace.get("matrix", (self.group, c // self.group, a[0, 0].size * n), self.dtype, self.xp)
+        m.reshape(c, -1, n)[...] = self.xp.moveaxis(a.reshape(n, c, -1), 0, -1)
+        return m
+
+    def unmatrix(self, m: Any, out: Any) -> None:
+        """Write a batch-inner GEMM result (G, C_out/G, P * num) into out (num, C_out, *out)."""
+        batch_first(m.reshape(-1, *self.conv_out, self.num), out)
+
+    def cols(self, a: Any, name: str = "col") -> Any:
+        """im2col of a conv input (num, C_in, *in): (num, G, CK, P) per image, else (G, CK, P * num)."""
+        n, c = a.shape[:2]
+        geometry = (self.kernel, self.pad, self.stride, self.dilation)
+        rows = c // self.group * math.prod(self.kernel)
+        pixels = math.prod(self.conv_out)
+        ws, dtype, xp = self.workspace, self.dtype, self.xp
+        if self.per_image:
+            col = ws.get(name, (n, self.group, rows, pixels), dtype, xp)
+            padded = None
+            if any(self.pad):
+                padded = ws.get(
+                    "padded_images", (n, c, *padded_shape(self.conv_in, self.pad)), dtype, xp, zeros=True
+                )
+            im2col_images(a, *geometry, out=col.reshape(n, c, *self.kernel, *self.conv_out), padded=padded)
+        else:
+            col = ws.get(name, (self.group, rows, pixels * n), dtype, xp)
+            padded = ws.get("padded", (c, *padded_shape(self.conv_in, self.pad), n), dtype, xp, zeros=True)
+            im2col(a, *geometry, out=col.reshape(c, *self.kernel, *self.conv_out, n), padded=padded)
+        return col
+
+    def uncols(self, m: Any, out: Any) -> None:
+        """col2im of columns (either layout) into out (num, C_in, *in)."""
+        geometry = (self.conv_in, self.kernel, self.pad, self.stride, self.dilation)
+        c = out.shape[1]
+        ws, dtype, xp = self.workspace, self.dtype, self.xp
+        if self.per_image:
+            padded = None
+            if any(self.pad):
+                padded = ws.get(
+                    "padded_diff", (self.num, c, *padded_shape(self.conv_in, self.pad)), dtype, xp
+                )
+            col2im_images(
+                m.reshape(self.num, c, *self.kernel, *self.conv_out), *geometry, out=out, padded=padded
+            )
+        else:
+            padded = ws.get("padded_diff", (c, *padded_shape(self.conv_in, self.pad), self.num), dtype, xp)
+            col2im(m.reshape(c, *self.kernel, *self.conv_out, self.num), *geometry, out=out, padded=padded)
+
+    # --- the three products, in the convolution view ------------------------------------------
+    def convolve(self, col: Any, out: Any) -> None:
+        """out (num, C_out, *out) = W cols."""
+        xp, w = self.xp, self.weights()
+        if self.per_image:
+            xp.matmul(w, col, out=out.reshape(self.num, self.group, w.shape[1], -1))
+        else:
+            self.unmatrix(
+                xp.matmul(
+                    w, col, out=self.workspace.get("product", (*w.shape[:2], col.shape[-1]), self.dtype, xp)
+                ),
+                out,
+            )
+
+    def convolve_transposed(self, m: Any, out: Any) -> None:
+        """out (num, C_in, *in) = col2im(W^T m) for m = matrix(dy): the data gradient."""
+        xp, wt = self.xp, self.weights().transpose(0, 2, 1)
+        dcol = self.workspace.get("dcol", (*m.shape[:-2], wt.shape[1], m.shape[-1]), self.dtype, xp)
+        self.uncols(xp.matmul(wt, m, out=dcol), out)
+
+    def weight_gradient(self, m: Any, col: Any) -> None:
+        """dW += m cols^T summed over the batch, for m = matrix(dy)."""
+        xp, dw = self.xp, self.weights(diff=True)
+        if self.per_image:  # one small product per image, then their sum
+            per_image = self.workspace.get("dw", (*m.shape[:-1], col.shape[-2]), self.dtype, xp)
+            dw += xp.matmul(m, col.swapaxes(-1, -2), out=per_image).sum(axis=0)
+        else:  # (CK, C_out/G) = cols dy^T runs faster than its transpose here
+            product = self.workspace.get("dw", (self.group, col.shape[1], m.shape[1]), self.dtype, xp)
+            dw += xp.matmul(col, m.swapaxes(-1, -2), out=product).swapaxes(-1, -2)
 
     def add_bias(self, y: Any) -> None:
         if self.bias_term:
@@ -165,7 +256,7 @@ class BaseConvolutionLayer(Layer):
     def bias_backward(self, top: Blob) -> None:
         if self.bias_term and self.param_propagate_down[1]:
             dy = self.batch(top, data=False)
-            self.blobs[1].diff += dy.reshape(self.num, self.num_output, -1).sum(axis=(0, 2))
+            self.blobs[1].diff += dy.reshape(self.num, self.num_output, -1).sum(axis=0).sum(axis=-1)
 
 
 @register_layer("Convolution")
@@ -177,27 +268,34 @@ class ConvolutionLayer(BaseConvolutionLayer):
         return conv_output_shape(spatial, self.kernel, self.pad, self.stride, self.dilation)
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
-        xp = self.xp
-        for b, t in zip(bottom, top):
+        for i, (b, t) in enumerate(zip(bottom, top)):
+            name = f"col{i}"
+            col = self.cols(self.batch(b), name)
+            # The weight gradient needs these columns again: keep them when the workspace does.
+            self.kept_cols[i] = (b.data, col) if self.workspace.kept(name, col) else (None, None)
             y = self.batch(t)
-            y[...] = self.ungrouped(xp.matmul(self.weights(), self.cols(self.batch(b))), self.conv_out)
+            self.convolve(col, y)
             self.add_bias(y)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
-        xp = self.xp
-        for t, down, b in zip(top, propagate_down, bottom):
+        for i, (t, down, b) in enumerate(zip(top, propagate_down, bottom)):
             self.bias_backward(t)
             if not (down or self.param_propagate_down[0]):
                 continue
-            dy = self.grouped(self.batch(t, data=False))
+            dy = self.matrix(self.batch(t, data=False))
             if self.param_propagate_down[0]:
-                self.weights(diff=True)[...] += xp.matmul(dy, self.cols(self.batch(b)).transpose(0, 2, 1))
+                source, col = self.kept_cols.get(i, (None, None))
+                if source is not b.data:  # no forward since the last reshape, or a new bottom array
+                    col = self.cols(self.batch(b), f"col{i}")
+                self.weight_gradient(dy, col)
             if down:
-                self.batch(b, data=False)[...] = self.uncols(xp.matmul(self.weights().transpose(0, 2, 1), dy))
+                self.convolve_transposed(dy, self.batch(b, data=False))
 
 
 @register_layer("Deconvolution")
 class DeconvolutionLayer(BaseConvolutionLayer):
+    """Convolution's transpose: forward is the convolution view's data gradient, and back again."""
+
     reverse_dimensions = True
 
     def output_shape(self, spatial: tuple[int, ...]) -> tuple[int, ...]:
@@ -210,20 +308,18 @@ class DeconvolutionLayer(BaseConvolutionLayer):
         return out
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
-        xp = self.xp
         for b, t in zip(bottom, top):
             y = self.batch(t)
-            y[...] = self.uncols(xp.matmul(self.weights().transpose(0, 2, 1), self.grouped(self.batch(b))))
+            self.convolve_transposed(self.matrix(self.batch(b)), y)
             self.add_bias(y)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
-        xp = self.xp
         for t, down, b in zip(top, propagate_down, bottom):
             self.bias_backward(t)
             if not (down or self.param_propagate_down[0]):
                 continue
             col = self.cols(self.batch(t, data=False))
             if self.param_propagate_down[0]:
-                self.weights(diff=True)[...] += xp.matmul(self.grouped(self.batch(b)), col.transpose(0, 2, 1))
+                self.weight_gradient(self.matrix(self.batch(b)), col)
             if down:
-                self.batch(b, data=False)[...] = self.ungrouped(xp.matmul(self.weights(), col), self.conv_out)
+                self.convolve(col, self.batch(b, data=False))

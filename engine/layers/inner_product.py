@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from engine import backend
 from engine.blob import Blob, shape_string
 from engine.fillers import get_filler
 from engine.layers.base import Layer
@@ -24,6 +25,7 @@ class InnerProductLayer(Layer):
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.inner_product_param
+        self.workspace = backend.Workspace()
         self.num_output, self.bias_term, self.transpose = p.num_output, p.bias_term, p.transpose
         if self.num_output <= 0:
             raise self.error("num_output must be positive")
@@ -77,11 +79,13 @@ class InnerProductLayer(Layer):
             y += self.blobs[1].data.reshape(1, -1)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        xp = self.xp
         dy = top[0].diff.reshape(self.m, self.num_output)
         x = bottom[0].data.reshape(self.m, self.k)
         if self.param_propagate_down[0]:
-            self.weight(diff=True)[...] += dy.T @ x
+            dw = self.weight(diff=True)
+            dw += xp.matmul(dy.T, x, out=self.workspace.get("dw", dw.shape, self.dtype, xp))
         if self.bias_term and self.param_propagate_down[1]:
             self.blobs[1].diff += dy.sum(axis=0).reshape(self.blobs[1].shape)
         if propagate_down[0]:
-            self.xp.matmul(dy, self.weight(), out=bottom[0].diff.reshape(self.m, self.k))
+            xp.matmul(dy, self.weight(), out=bottom[0].diff.reshape(self.m, self.k))

@@ -9,8 +9,10 @@ padding is dropped. Window (ph, pw) covers rows ph stride_h - pad_h .. + kernel_
        (Caffe's pad-aware divisor); dE/dx spreads dE/dy / size over the window.
   STOCHASTIC (no padding): TRAIN picks one element with probability x / sum(window) (inputs are taken as
        non-negative) and passes the gradient to it; TEST outputs sum(x^2) / sum(x).
-Every mode gathers the windows as patches (K, N, C, PH, PW) and reduces over K: a reshape when the windows
-tile the image (stride = kernel, global pooling, SPP), else one strided slice per kernel offset.
+In general the windows are gathered as patches (K, N, C, PH, PW) and reduced over K: a reshape when the
+windows tile the image (stride = kernel, global pooling, SPP), else one strided slice per kernel offset.
+Two faster paths for MAX: on the GPU, fused kernels (engine.kernels) that keep an int32 argmax; on the
+CPU, for tiling windows and one top, two small tournaments without patch or index arrays (staged_max).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import rng
+from engine import backend, kernels, rng
 from engine.blob import Blob, shape_string
 from engine.layers.base import Layer
 from engine.layers.im2col import kernel_offsets, window_slices
@@ -29,6 +31,7 @@ from proto import caffe_pb2
 
 P = caffe_pb2.PoolingParameter
 FLT_MIN = float(np.finfo(np.float32).tiny)  # Caffe's guard against an all-zero stochastic window
+LOWEST = float(np.finfo(np.float32).min)  # Caffe's MAX pooling starts from -FLT_MAX
 
 
 @register_layer("Pooling")
@@ -40,6 +43,9 @@ class PoolingLayer(Layer):
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.pooling_param
         has = p.HasField
+        self.workspace = backend.Workspace()
+        self.choices: dict[str, Any] = {}
+        self.fast: str | None = None
         self.method, self.global_pooling = p.pool, p.global_pooling
         if len(top) > 1 and self.method != P.MAX:
             raise self.error("only MAX pooling can output a second (mask) top")
@@ -122,7 +128,8 @@ class PoolingLayer(Layer):
         return (..., *(slice(0, min(s, f - p)) for p, s, f in zip(self.pad, self.size, self.frame)))
 
     def tiled(self) -> bool:
-        return self.stride == self.kernel  # windows tile the frame: patches are a reshape
+        """Windows tile the frame (patches are a reshape): stride = kernel, or a single window."""
+        return self.stride == self.kernel or self.pooled == (1, 1)
 
     def patches(self, frame: Any) -> Any:
         """(K, N, C, PH, PW): the K = kernel_h kernel_w values of every window, in raster order."""
@@ -160,16 +167,25 @@ class PoolingLayer(Layer):
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         xp = self.xp
         x, y = bottom[0].data, top[0].data
+        self.fast = None
         if self.method == P.MAX:
+            self.fast = self.max_path(x, len(top))
+            if self.fast == "kernel":
+                kernels.max_pool_forward(x, y, self.index, self.kernel, self.stride, self.pad)
+                if len(top) > 1:
+                    top[1].data[...] = self.index
+                return
+            if self.fast == "staged":
+                self.staged_max(x, y)
+                return
             values = self.patches(self.framed(x, -np.inf))
             best = values.max(axis=0)
             # Caffe starts from -FLT_MAX and keeps the first strictly greater value: no choice below that.
-            lowest = np.finfo(np.float32).min
             self.choice = xp.full(y.shape, -1, np.int32)
             for i in reversed(range(len(values))):  # the first maximum wins (numpy's argmax(axis=0) is slow)
                 self.choice = xp.where(values[i] == best, i, self.choice)
-            self.choice = xp.where(best > lowest, self.choice, -1)
-            xp.maximum(best, lowest, out=y)
+            self.choice = xp.where(best > LOWEST, self.choice, -1)
+            xp.maximum(best, LOWEST, out=y)
             if len(top) > 1:
                 top[1].data[...] = self.mask()
         elif self.method == P.AVE:
@@ -194,11 +210,95 @@ class PoolingLayer(Layer):
         if self.method == P.AVE:
             k = self.kernel[0] * self.kernel[1]
             self.unpatch(xp.broadcast_to(dy / self.divisor, (k, *dy.shape)), bottom[0])
+        elif self.method == P.MAX and self.fast == "kernel":
+            kernels.max_pool_backward(dy, self.index, bottom[0].diff, self.kernel, self.stride, self.pad)
+        elif self.method == P.MAX and self.fast == "staged":
+            self.staged_max_backward(dy, bottom[0])
         elif self.method == P.MAX or self.phase == caffe_pb2.TRAIN:
             self.unpatch(self.chosen(dy), bottom[0])
         else:  # d/dx_j of sum(x^2) / sum(x) = (2 x_j - y) / sum(x)
             values = self.patches(self.framed(bottom[0].data, 0))
             self.unpatch(dy * (2 * values - top[0].data) / self.total, bottom[0])
+
+    # --- MAX without patch arrays --------------------------------------------------------------
+    def max_path(self, x: Any, num_top: int) -> str | None:
+        """'kernel' (the GPU's fused kernels), 'staged' (windows that tile the frame, one top), or None."""
+        if kernels.enabled(x) and x.dtype == self.dtype:
+            self.index = self.workspace.get("index", (*x.shape[:2], *self.pooled), np.int32, self.xp)
+            return "kernel"
+        return "staged" if self.tiled() and num_top == 1 else None
+
+    def staged_max(self, x: Any, y: Any) -> None:
+        """Max over windows that tile the frame, as two tournaments: along each window row (kw values),
+        then down the kh row maxima. Strict ``>`` keeps the first maximum in raster order, as Caffe;
+        each stage keeps its choices (int8) for backward. No patch array, no index array."""
+        (kh, kw), (ph, pw) = self.kernel, self.pooled
+        n, c = x.shape[:2]
+        rows = n * c * self.frame[0] * pw
+        row_max = self.workspace.get("row_max", (rows,), self.dtype, self.xp)
+        self.tournament(self.framed(x, -np.inf).reshape(rows, kw).T, "w", row_max)
+        self.tournament(row_max.reshape(n * c * ph, kh, pw).swapaxes(0, 1), "h", y.reshape(n * c * ph, pw))
+        self.xp.maximum(y, LOWEST, out=y)  # Caffe's start value: a window of -inf gives -FLT_MAX ...
+        self.live = self.xp.greater(y, LOWEST, out=self.workspace.get("live", y.shape, bool, self.xp))
+
+    def staged_max_backward(self, dy: Any, bottom: Blob) -> None:
+        """dy goes back down the tournaments: to the chosen row, then to the chosen column."""
+        xp, ws = self.xp, self.workspace
+        (kh, kw), (ph, pw) = self.kernel, self.pooled
+        n, c = dy.shape[:2]
+        live_dy = xp.multiply(
+            dy, self.live, out=ws.get("live_dy", dy.shape, self.dtype, xp)
+        )  # ... and no gradient
+        row_diff = ws.get("row_diff", (n * c * ph, kh, pw), self.dtype, xp)
+        self.spread(live_dy.reshape(n * c * ph, pw), "h", row_diff.swapaxes(0, 1))
+        direct = self.frame == self.size and not any(self.pad)
+        frame_diff = bottom.diff if direct else ws.get("frame_diff", (n, c, *self.frame), self.dtype, xp)
+        self.spread(row_diff.reshape(-1), "w", frame_diff.reshape(-1, kw).T)
+        if not direct:
+            bottom.diff[...] = 0
+            bottom.diff[self.frame_in_image()] = frame_diff[self.image_in_frame()]
+
+    def tournament(self, candidates: Any, stage: str, best: Any) -> None:
+        """best = the max over the first axis of ``candidates`` (K, ...), NaN if any is NaN; which one
+        was the first maximum goes to ``self.choices[stage]``: for two candidates a bool (the second),
+        else an int8 index."""
+        xp, ws = self.xp, self.workspace
+        count = len(candidates)
+        if count == 1:
+            xp.copyto(best, candidates[0])
+            self.choices[stage] = None
+            return
+        greater = ws.get(f"greater_{stage}", best.shape, bool, xp)
+        xp.greater(candidates[1], candidates[0], out=greater)
+        xp.maximum(candidates[0], candidates[1], out=best)
+        if count == 2:
+            self.choices[stage] = greater
+            return
+        choice = ws.get(f"choice_{stage}", best.shape, np.int8, xp)
+        choice[...] = greater
+        later = ws.get(f"later_{stage}", best.shape, np.int8, xp)
+        for k in range(2, count):
+            xp.greater(candidates[k], best, out=greater)
+            xp.maximum(best, candidates[k], out=best)
+            # where(greater, k, choice) is max(choice, greater * k), as every earlier choice is below k
+            # (and much faster than a masked copy)
+            xp.maximum(choice, xp.multiply(greater, np.int8(k), out=later), out=choice)
+        self.choices[stage] = choice
+
+    def spread(self, values: Any, stage: str, targets: Any) -> None:
+        """targets[k] = values where the stage chose k, else 0 (targets: (K, ...) views)."""
+        xp = self.xp
+        choice = self.choices[stage]
+        if choice is None:
+            xp.copyto(targets[0], values)
+            return
+        chosen = self.workspace.get(f"chosen_{stage}", choice.shape, bool, xp)
+        for k in range(len(targets)):
+            if choice.dtype == bool:
+                mask = choice if k else xp.logical_not(choice, out=chosen)
+            else:
+                mask = xp.equal(choice, k, out=chosen)
+            xp.multiply(values, mask, out=targets[k])
 
     def mask(self) -> Any:
         """Caffe's MAX mask: the flat index h W + w of each chosen element, -1 where none was."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import backend
+from engine import backend, kernels
 from engine.blob import Blob
 from engine.layers.base import Layer, LossLayer
 from engine.layers.registry import register_layer
@@ -83,8 +83,31 @@ class SoftmaxWithLossLayer(LossLayer):
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         loss_param = self.param.loss_param
+        self.workspace = backend.Workspace()
+        self.fused = False
         self.ignore_label = loss_param.ignore_label if loss_param.HasField("ignore_label") else None
         self.normalization = normalization_mode(loss_param)
+
+    def fused_forward(self, scores: Any, labels: Any, top: list[Blob]) -> bool:
+        """The GPU's forward as one kernel (softmax, picked log-probability, label checks) and two sums."""
+        xp, ws = self.xp, self.workspace
+        if not kernels.enabled(scores):
+            return False
+        positions = labels.shape
+        self.prob = ws.get("prob", scores.shape, self.dtype, xp)
+        loss, self.valid, bad = (ws.get(name, positions, self.dtype, xp) for name in ("loss", "valid", "bad"))
+        if not kernels.softmax_loss_forward(
+            scores, labels, self.prob, loss, self.valid, bad, self.ignore_label
+        ):
+            return False
+        if bool(bad.any()):  # one sync, as the general path's check: let it name the bad labels
+            class_indices(self, labels, self.channels, self.ignore_label)
+        self.labels = labels
+        self.normalizer = get_normalizer(self.normalization, self.outer, self.inner, self.valid.sum())
+        xp.divide(loss.sum(), self.normalizer, out=top[0].data)
+        if len(top) > 1:
+            top[1].data[...] = self.prob.reshape(top[1].shape)
+        return True
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)
@@ -103,6 +126,9 @@ class SoftmaxWithLossLayer(LossLayer):
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         xp = self.xp
         scores = bottom[0].data.reshape(self.outer, self.channels, self.inner)
+        self.fused = self.fused_forward(scores, bottom[1].data.reshape(self.outer, self.inner), top)
+        if self.fused:
+            return
         self.prob = softmax(xp, scores, axis=1)
         labels = bottom[1].data.reshape(self.outer, 1, self.inner)
         self.label, self.valid = class_indices(self, labels, self.channels, self.ignore_label)
@@ -121,6 +147,12 @@ class SoftmaxWithLossLayer(LossLayer):
         if not propagate_down[0]:
             return
         xp = self.xp
+        if self.fused:
+            scale = self.workspace.get("scale", (), self.dtype, xp)
+            xp.divide(top[0].diff.reshape(()), self.normalizer, out=scale)
+            dx = bottom[0].diff.reshape(self.prob.shape)
+            if kernels.softmax_loss_backward(self.prob, self.labels, self.valid, scale, dx):
+                return
         classes = xp.arange(self.channels).reshape(1, -1, 1)
         diff = self.prob - (classes == self.label)
         diff *= self.valid

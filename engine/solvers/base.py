@@ -63,14 +63,18 @@ class Solver:
         self.smoothed_loss = 0.0
         self.requested_early_exit = False
         self.callbacks: list[Any] = []  # objects with on_start() / on_gradients_ready(), as pycaffe's
-        self.action: Callable[[], str | None] = lambda: None  # 'stop' | 'snapshot' | None, asked each iteration
+        # Asked after each iteration: 'stop', 'snapshot' or None.
+        self.action: Callable[[], str | None] = lambda: None
         # Listeners get (kind, payload): "iteration", "test", "snapshot". Plain callables, no Qt.
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self.rate = 0.0
         self.history = [
-            Blob(p.shape, p.dtype, self.xp) for _ in range(self.history_per_param) for p in self.net.learnable_params
+            Blob(p.shape, p.dtype, self.xp)
+            for _ in range(self.history_per_param)
+            for p in self.net.learnable_params
         ]
         self.last_snapshot: tuple[str, str] | None = None
+        self.workspace = backend.Workspace()
 
     def emit(self, kind: str, **payload: Any) -> None:
         for listener in self.listeners:
@@ -155,7 +159,11 @@ class Solver:
         while self.iter < stop_iter:
             self._reseed()
             self.net.clear_param_diffs()
-            if p.test_interval and self.iter % p.test_interval == 0 and (self.iter > 0 or p.test_initialization):
+            if (
+                p.test_interval
+                and self.iter % p.test_interval == 0
+                and (self.iter > 0 or p.test_initialization)
+            ):
                 self.test_all()
                 if self.requested_early_exit:
                     break
@@ -172,7 +180,10 @@ class Solver:
                 raise EngineError(f"Iteration {self.iter}: loss is {loss}; {self.first_non_finite()}")
             self.update_smoothed_loss(loss, start_iter)
             if display:
-                self.say(f"Iteration {self.iter} ({time.perf_counter() - timer:.3f}s), loss = {self.smoothed_loss:g}")
+                self.say(
+                    f"Iteration {self.iter} ({time.perf_counter() - timer:.3f}s), "
+                    f"loss = {self.smoothed_loss:g}"
+                )
                 timer = time.perf_counter()
                 self._display_outputs()
             for callback in self.callbacks:
@@ -191,7 +202,9 @@ class Solver:
         """With a fixed random_seed, each iteration's noise (dropout, ...) depends only on the seed and
         the iteration, so a run resumed from a snapshot draws what the uninterrupted run drew."""
         if self.param.random_seed >= 0:
-            rng.set_random_seed(int(np.random.SeedSequence([self.param.random_seed, self.iter]).generate_state(1)[0]))
+            rng.set_random_seed(
+                int(np.random.SeedSequence([self.param.random_seed, self.iter]).generate_state(1)[0])
+            )
 
     def tests_run_before(self, iteration: int) -> int:
         """How many test passes a run from 0 has made before ``iteration`` starts."""
@@ -317,11 +330,25 @@ class Solver:
         if self.param.display and self.iter % self.param.display == 0:
             self.say(f"Iteration {self.iter}, lr = {rate:g}")
         self.clip_gradients()
-        for param_id in range(len(self.net.learnable_params)):
+        for param_id, blob in enumerate(self.net.learnable_params):
+            if self.fused_update(param_id, rate):
+                continue
             self.normalize(param_id)
             self.regularize(param_id)
             self.compute_update_value(param_id, rate)
-        self.net.update()
+            blob.data -= blob.diff  # Net::Update, one parameter at a time
+
+    def fused_update(self, param_id: int, rate: float) -> bool:
+        """Normalize, regularize, compute the update value and apply it in one go where a rule can
+        (same arithmetic, fewer passes); False leaves the step to the four separate stages."""
+        return False
+
+    def decay(self, param_id: int) -> float:
+        return self.param.weight_decay * self.net.params_weight_decay[param_id]
+
+    def scratch(self, like: Any) -> Any:
+        """A reusable array shaped like ``like`` (one per shape, for the update's temporaries)."""
+        return self.workspace.get(f"scratch{like.shape}", like.shape, like.dtype, self.xp)
 
     def normalize(self, param_id: int) -> None:
         if self.param.iter_size != 1:
@@ -329,12 +356,12 @@ class Solver:
 
     def regularize(self, param_id: int) -> None:
         blob = self.net.learnable_params[param_id]
-        decay = self.param.weight_decay * self.net.params_weight_decay[param_id]
+        decay = self.decay(param_id)
         if not decay:
             return
         kind = self.param.regularization_type
         if kind == "L2":
-            blob.diff += decay * blob.data
+            blob.diff += self.xp.multiply(blob.data, decay, out=self.scratch(blob.data))
         elif kind == "L1":
             blob.diff += decay * self.xp.sign(blob.data)
         else:
@@ -349,7 +376,8 @@ class Solver:
         if norm > limit:
             factor = limit / norm
             self.say(
-                f"Gradient clipping: scaling down gradients (L2 norm {norm:g} > {limit:g}) by scale factor {factor:g}"
+                f"Gradient clipping: scaling down gradients (L2 norm {norm:g} > {limit:g}) "
+                f"by scale factor {factor:g}"
             )
             for blob in self.net.learnable_params:
                 blob.diff *= factor
