@@ -11,12 +11,26 @@ PyTorch is not a dependency: `pip install torch==2.13.0` gives a CPU build on th
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
-import numpy as np
-from google.protobuf import text_format
 
-from proto import caffe_pb2
+def _threads_before_numpy() -> None:
+    """BLAS pools are sized when numpy loads: a later limit leaves a spinning spare thread."""
+    if "--threads" in sys.argv[:-1]:
+        n = sys.argv[sys.argv.index("--threads") + 1]
+        if n != "0":
+            for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+                os.environ[var] = n
+
+
+_threads_before_numpy()
+
+import numpy as np  # noqa: E402
+from google.protobuf import text_format  # noqa: E402
+
+from proto import caffe_pb2  # noqa: E402
 
 LENET = """
 name: "LeNet"
