@@ -393,7 +393,9 @@ class Solver:
 
     # --- snapshots ---------------------------------------------------------------------------
     def snapshot_filename(self, extension: str) -> str:
-        return self._path(f"{self.param.snapshot_prefix}_iter_{self.iter}{extension}")
+        """PREFIX_iter_N.EXT; without a prefix (Caffe 1.0 refuses to snapshot then), the net's name."""
+        prefix = self.param.snapshot_prefix or self.net.name or "net"
+        return self._path(f"{prefix}_iter_{self.iter}{extension}")
 
     def snapshot(self) -> tuple[str, str]:
         """Write PREFIX_iter_N.caffemodel and .solverstate; returns both paths."""
