@@ -6,6 +6,7 @@ Curves, Console, Runs and Weights are small widgets of their own; this file wire
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Callable
 
@@ -41,13 +42,17 @@ ERROR_STYLE = "QFrame#trainingError { background: #fdecea; border: 1px solid #f5
 
 def _duration(seconds: float) -> str:
     seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else (
-        f"{seconds // 60}:{seconds % 60:02d}"
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
+        else (f"{seconds // 60}:{seconds % 60:02d}")
     )
 
 
 class TrainingDock(QDockWidget):
-    def __init__(self, doc, parent: QWidget | None = None, before_train: Callable[[], object] | None = None) -> None:
+    def __init__(
+        self, doc, parent: QWidget | None = None, before_train: Callable[[], object] | None = None
+    ) -> None:
         super().__init__("Training", parent)
         self.setObjectName("trainingDock")
         self.doc = doc
@@ -55,6 +60,33 @@ class TrainingDock(QDockWidget):
         self.controller = TrainingController(doc, self)
         self._make_actions()
 
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(self._make_bar())
+        layout.addWidget(self._make_error_banner())
+        layout.addWidget(self._make_tabs(), 1)
+        self.setWidget(body)
+
+        c = self.controller
+        c.run_added.connect(self._on_run_added)
+        c.run_changed.connect(self._on_run_changed)
+        c.lines_added.connect(lambda run, lines: self.console.append_lines(lines))
+        c.failed.connect(self._on_failed)
+        c.weights_ready.connect(self._on_weights)
+        self.runs.shown_changed.connect(self.plots.set_shown)
+        self.plots.export_csv_requested.connect(self.export_csv)
+        self.plots.export_png_requested.connect(self.export_png)
+        self.weights.refresh_requested.connect(self._request_weights)
+        self.weights.save_requested.connect(self.save_weights)
+        doc.changed.connect(self._on_doc_change)
+        self.status_timer = QTimer(self, interval=500, timeout=self._update_progress)
+        self._update_actions()
+
+    # ---- construction ------------------------------------------------------------------
+    def _make_bar(self) -> QHBoxLayout:
+        """Train, Pause/Resume, Stop, Snapshot, the device, the progress bar and the speed."""
         self.device = QComboBox()
         self.device.addItems(["CPU", "GPU"])
         reason = backend.gpu_unavailable_reason()
@@ -72,22 +104,28 @@ class TrainingDock(QDockWidget):
 
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 4, 4, 2)
-        for action in (self.train_action, self.pause_action, self.stop_action, self.snapshot_action):
+        self.buttons: dict[str, QToolButton] = {}
+        for name, action in zip(("train", "pause", "stop", "snapshot"), self.training_actions()):
             button = QToolButton()
             button.setDefaultAction(action)
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
             button.setAutoRaise(True)
             bar.addWidget(button)
+            self.buttons[name] = button
         bar.addSpacing(8)
         bar.addWidget(QLabel("on"))
         bar.addWidget(self.device)
         bar.addSpacing(8)
         bar.addWidget(self.progress, 1)
         bar.addWidget(self.rate)
+        return bar
 
+    def _make_error_banner(self) -> QFrame:
         self.error = QFrame(objectName="trainingError")
         self.error.setStyleSheet(ERROR_STYLE)
-        self.error_text = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_text = QLabel(
+            wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse
+        )
         self.error_text.setStyleSheet("color: #8b1a1a")
         close = QToolButton(text="✕", autoRaise=True, clicked=self.error.hide)
         row = QHBoxLayout(self.error)
@@ -95,7 +133,9 @@ class TrainingDock(QDockWidget):
         row.addWidget(self.error_text, 1)
         row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.error.hide()
+        return self.error
 
+    def _make_tabs(self) -> QTabWidget:
         self.plots = TrainingPlots()
         self.console = Console()
         self.runs = RunsView()
@@ -105,30 +145,11 @@ class TrainingDock(QDockWidget):
         self.tabs.addTab(self.console, "Console")
         self.tabs.addTab(self.runs, "Runs")
         self.tabs.addTab(self.weights, "Weights")
-
-        body = QWidget()
-        layout = QVBoxLayout(body)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        layout.addLayout(bar)
-        layout.addWidget(self.error)
-        layout.addWidget(self.tabs, 1)
-        self.setWidget(body)
-
-        c = self.controller
-        c.run_added.connect(self._on_run_added)
-        c.run_changed.connect(self._on_run_changed)
-        c.lines_added.connect(lambda run, lines: self.console.append_lines(lines))
-        c.failed.connect(self._on_failed)
-        c.weights_ready.connect(self._on_weights)
-        self.runs.shown_changed.connect(self.plots.set_shown)
-        self.plots.export_csv_requested.connect(self.export_csv)
-        self.plots.export_png_requested.connect(self.export_png)
-        self.weights.refresh_requested.connect(self._request_weights)
-        self.weights.save_requested.connect(self.save_weights)
-        doc.changed.connect(self._on_doc_change)
-        self.status_timer = QTimer(self, interval=250, timeout=self._update_progress)
-        self._update_actions()
+        self.tabs.setCornerWidget(self.plots.controls, Qt.Corner.TopRightCorner)
+        self.tabs.currentChanged.connect(
+            lambda i: self.plots.controls.setVisible(self.tabs.widget(i) is self.plots)
+        )
+        return self.tabs
 
     # ---- actions -----------------------------------------------------------------------
     def _make_actions(self) -> None:
@@ -143,13 +164,19 @@ class TrainingDock(QDockWidget):
             a.triggered.connect(slot)
             return a
 
-        self.train_action = action("Train", self.train, "Train a copy of this net with its solver (F5)",
-                                   pix.SP_MediaPlay, "F5")
+        self.train_action = action(
+            "Train", self.train, "Train a copy of this net with its solver (F5)", pix.SP_MediaPlay, "F5"
+        )
         self.pause_action = action("Pause", self.toggle_pause, "Pause or resume the run", pix.SP_MediaPause)
-        self.stop_action = action("Stop", self.controller.stop, "Stop the run (it snapshots, as Caffe does)",
-                                  pix.SP_MediaStop)
-        self.snapshot_action = action("Snapshot", self.controller.snapshot,
-                                      "Write .caffemodel and .solverstate now", pix.SP_DialogSaveButton)
+        self.stop_action = action(
+            "Stop", self.controller.stop, "Stop the run (it snapshots, as Caffe does)", pix.SP_MediaStop
+        )
+        self.snapshot_action = action(
+            "Snapshot",
+            self.controller.snapshot,
+            "Write .caffemodel and .solverstate now",
+            pix.SP_DialogSaveButton,
+        )
 
     def training_actions(self) -> list[QAction]:
         """For the window's menu and toolbar."""
@@ -164,7 +191,14 @@ class TrainingDock(QDockWidget):
         self.show()
         self.raise_()
         device = "gpu" if self.device.currentIndex() == 1 and not self.gpu_reason else "cpu"
-        return self.controller.start(device)
+        try:
+            return self.controller.start(device)
+        except Exception as exc:  # a document the engine cannot even copy: say so, keep the app
+            self.error_text.setText(
+                f"<b>Cannot start training</b>: {html.escape(f'{type(exc).__name__}: {exc}')}"
+            )
+            self.error.show()
+            return None
 
     def toggle_pause(self) -> None:
         run = self.controller.current
@@ -211,7 +245,9 @@ class TrainingDock(QDockWidget):
                     self._request_weights()
 
     def _on_failed(self, run: Run, message: str, traceback: str) -> None:
-        self.error_text.setText(f"<b>{run.name} stopped with an error</b> (the document is unchanged):<br>{message}")
+        self.error_text.setText(
+            f"<b>{run.name} stopped with an error</b> (the document is unchanged):<br>{html.escape(message)}"
+        )
         self.error.show()
         self.console.append_lines([f"Error: {message}"], "#c62828")
         if traceback:
@@ -248,7 +284,9 @@ class TrainingDock(QDockWidget):
         run = self.controller.current
         if run is None:
             return
-        default = os.path.join(run.job.base_dir, f"{run.job.solver.snapshot_prefix}_trained_iter_{run.iter}.caffemodel")
+        default = os.path.join(
+            run.job.base_dir, f"{run.job.solver.snapshot_prefix}_trained_iter_{run.iter}.caffemodel"
+        )
         path = self.ask_save_path("Save trained weights", default, "Caffe model (*.caffemodel)")
         if not path:
             return

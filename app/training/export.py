@@ -26,7 +26,9 @@ def curve_rows(run: Run, smoothing: float) -> Iterable[tuple]:
     for row in zip(it.tolist(), t.tolist(), train.column("lr").tolist()):
         yield (run.name, "learning rate", int(row[0]), row[1], row[2])
     for name, test in run.tests.items():
-        for row in zip(test.column("iter").tolist(), test.column("seconds").tolist(), test.column("value").tolist()):
+        for row in zip(
+            test.column("iter").tolist(), test.column("seconds").tolist(), test.column("value").tolist()
+        ):
             yield (run.name, f"test {name}", int(row[0]), row[1], row[2])
 
 

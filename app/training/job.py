@@ -49,11 +49,14 @@ class TrainingJob:
     net_text: str  # the settings as the user wrote them, kept with the run
     solver_text: str
     notes: tuple[str, ...] = field(default=())  # what the console should say before the engine does
+    canonical: str = ""  # solver and net rendered the same way every time, for diffs between runs
 
     @property
     def summary(self) -> str:
         s = self.solver
-        return f"{s.type or 'SGD'} · lr {s.base_lr:g} {s.lr_policy} · {s.max_iter} iter · {self.device.upper()}"
+        return (
+            f"{s.type or 'SGD'} · lr {s.base_lr:g} {s.lr_policy} · {s.max_iter} iter · {self.device.upper()}"
+        )
 
     def nets(self) -> list[caffe_pb2.NetParameter]:
         return [n for n in (self.solver.net_param, self.solver.train_net_param) if n.ByteSize()]
@@ -80,6 +83,7 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
     else:
         solver = _copy(doc.solver)
     net = _copy(doc.net)
+    canonical = f"{netio.solver_to_text(solver).rstrip()}\n\n{netio.net_to_text(net).rstrip()}\n"
     base_dir = document_folder(doc)
     absolutize_data_paths(net, base_dir)
     if solver.HasField("train_net") or solver.HasField("train_net_param"):
@@ -93,7 +97,7 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
         solver.snapshot_prefix = stem
     solver.solver_mode = caffe_pb2.SolverParameter.GPU if device == "gpu" else caffe_pb2.SolverParameter.CPU
     solver_text = DEFAULT_SOLVER if notes else doc.solver_text()
-    return TrainingJob(solver, base_dir, device, doc.net_text(), solver_text, tuple(notes))
+    return TrainingJob(solver, base_dir, device, doc.net_text(), solver_text, tuple(notes), canonical)
 
 
 def absolutize_data_paths(net: caffe_pb2.NetParameter, base_dir: str) -> None:

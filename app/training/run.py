@@ -87,8 +87,8 @@ class Run:
     def diff_from(self, other: Run) -> str:
         """What changed in the settings since ``other`` (a unified diff of solver and net text)."""
         lines = difflib.unified_diff(
-            other.settings_text().splitlines(),
-            self.settings_text().splitlines(),
+            other.job.canonical.splitlines(),
+            self.job.canonical.splitlines(),
             other.name,
             self.name,
             n=1,
@@ -102,7 +102,9 @@ class Run:
         for net in self.job.nets():
             for layer in net.layer:
                 for field, value in layer.ListFields():
-                    if field.name.endswith("_param") and any(f.name == "weight_filler" for f, _ in value.ListFields()):
+                    if field.name.endswith("_param") and any(
+                        f.name == "weight_filler" for f, _ in value.ListFields()
+                    ):
                         kinds.append((layer.name, value.weight_filler.type))
         types = sorted({t for _, t in kinds})
         if len(types) == 1:

@@ -7,7 +7,7 @@ panel below names the selected run's settings and what changed since the run bef
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QFontDatabase, QPixmap, QIcon
+from PySide6.QtGui import QBrush, QColor, QFontDatabase, QIcon, QPixmap
 from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from app.training.run import Run
@@ -45,7 +45,9 @@ class RunsView(QWidget):
         self.tree.setUniformRowHeights(True)
         self.details = QPlainTextEdit(readOnly=True)
         self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.details.setPlaceholderText("Select a run to see its settings and what changed since the run before.")
+        self.details.setPlaceholderText(
+            "Select a run to see its settings and what changed since the run before."
+        )
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.tree)
         splitter.addWidget(self.details)
@@ -85,7 +87,12 @@ class RunsView(QWidget):
         if item is None:
             return
         loss = run.last_loss()
-        values = (run.status, f"{run.iter}/{run.max_iter}", "" if loss is None else f"{loss:.4g}", best_test(run))
+        values = (
+            run.status,
+            f"{run.iter}/{run.max_iter}",
+            "" if loss is None else f"{loss:.4g}",
+            best_test(run),
+        )
         for column, text in enumerate(values, start=1):
             item.setText(column, text)
         item.setText(5, run.fillers())
@@ -116,7 +123,9 @@ class RunsView(QWidget):
         if run is None:
             return
         index = self._runs.index(run)
-        text = f"{run.name} · started {run.started:%H:%M:%S} · {run.job.summary}\nfolder: {run.job.base_dir}\n"
+        text = (
+            f"{run.name} · started {run.started:%H:%M:%S} · {run.job.summary}\nfolder: {run.job.base_dir}\n"
+        )
         if run.snapshots:
             text += "snapshots: " + ", ".join(run.snapshots) + "\n"
         if run.error:

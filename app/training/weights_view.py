@@ -118,7 +118,7 @@ class WeightsView(QWidget):
         if self.isVisible() and self.live.isChecked() and self.training:
             self.refresh_requested.emit()
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         self.refresh_requested.emit()
 
@@ -167,4 +167,6 @@ class WeightsView(QWidget):
             counts, edges = np.histogram(w[np.isfinite(w)], bins=BINS)
             brush = pg.mkColor(WEIGHT_COLOR)
             brush.setAlpha(90)
-            plot.addItem(pg.PlotDataItem(edges, counts, stepMode="center", fillLevel=0, brush=brush, pen=WEIGHT_COLOR))
+            plot.addItem(
+                pg.PlotDataItem(edges, counts, stepMode="center", fillLevel=0, brush=brush, pen=WEIGHT_COLOR)
+            )

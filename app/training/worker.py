@@ -10,6 +10,7 @@ thread does it at once.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -24,7 +25,7 @@ from engine import backend
 from engine.solvers import Solver, create_solver
 from engine.trainer import Trainer
 
-FLUSH_S = 0.05
+FLUSH_S = 0.1  # the plots redraw at most 10 times a second: sooner buys nothing
 Answer = Callable[[Any, str | None], None]  # (result, error message)
 
 
@@ -85,17 +86,15 @@ class Worker:
                 continue
             try:
                 reply(answer, work(solver), None)
-            except Exception as exc:  # noqa: BLE001 - a failed request is an answer, not a dead run
+            except Exception as exc:  # a failed request is an answer, not a dead run
                 reply(answer, None, f"{type(exc).__name__}: {exc}")
 
     def _main(self) -> None:
         try:
             self.trainer.run()
-        except BaseException as exc:  # noqa: BLE001 - only when reporting the error itself failed
-            try:
+        except BaseException as exc:  # only when reporting the error itself failed
+            with contextlib.suppress(Exception):  # the GUI is gone; nothing is left to tell
                 self.bridge.event.emit("error", {"message": f"{type(exc).__name__}: {exc}", "seconds": 0.0})
-            except Exception:  # noqa: BLE001, S110 - the GUI is gone; nothing is left to tell
-                pass
 
     def _build(self) -> Solver:
         say = self._log
@@ -136,4 +135,6 @@ class Worker:
             lines, self._lines = self._lines, []
         self._flushed = now
         if points or lines:
-            self.bridge.batch.emit({"points": np.array(points, dtype=np.float64).reshape(-1, 4), "lines": lines})
+            self.bridge.batch.emit(
+                {"points": np.array(points, dtype=np.float64).reshape(-1, 4), "lines": lines}
+            )

@@ -71,7 +71,8 @@ def test_events_of_a_whole_run(tmp_path):
     assert recorder.of("finished")[0]["stopped"] is False
 
 
-def test_pause_resume_and_stop_from_another_thread():
+def test_pause_resume_and_stop_from_another_thread(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # stopping writes the final snapshot into the working directory
     recorder = Recorder()
     paused_at = threading.Event()
     gate = threading.Event()

@@ -1,0 +1,99 @@
+"""The training copy: the document's own net inlined, paths resolved beside it, the document untouched."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from app.document import Document
+from app.files import EXAMPLES, open_path
+from app.training import job as job_module
+from app.training.job import absolutize_data_paths, make_job, provide_bundled_data
+from proto import caffe_pb2
+from proto.textio import parse_net
+
+
+def open_example(tmp_path, solver: str) -> Document:
+    for path in EXAMPLES.glob("mlp*.prototxt"):
+        shutil.copy(path, tmp_path)
+    doc = Document()
+    open_path(doc, tmp_path / solver)
+    return doc
+
+
+def test_the_documents_net_is_inlined_and_later_edits_do_not_reach_it(tmp_path):
+    doc = open_example(tmp_path, "mlp_solver.prototxt")
+    before = doc.net.SerializeToString()
+    job = make_job(doc)
+    assert not job.solver.HasField("net")
+    assert job.solver.net_param.SerializeToString() == before
+    assert job.solver.net_param is not doc.net
+    assert job.base_dir == str(tmp_path)
+    assert job.solver.snapshot_prefix == "mlp"
+    assert doc.net.SerializeToString() == before and not doc.dirty
+
+
+def test_a_train_net_solver_gets_the_net_as_train_net_param(tmp_path):
+    doc = open_example(tmp_path, "mlp_solver.prototxt")
+    solver = caffe_pb2.SolverParameter()
+    solver.CopyFrom(doc.solver)
+    solver.ClearField("net")
+    solver.train_net = "mlp.prototxt"
+    solver.ClearField("snapshot_prefix")
+    doc.load_solver(solver, str(tmp_path / "other_solver.prototxt"))
+    job = make_job(doc, "gpu")
+    assert job.solver.train_net_param.name == "MLP" and not job.solver.HasField("train_net")
+    assert job.solver.snapshot_prefix == "other_solver"  # Caffe master's default
+    assert job.solver.solver_mode == caffe_pb2.SolverParameter.GPU
+    assert "GPU" in job.summary
+
+
+def test_a_net_without_a_solver_trains_with_defaults():
+    doc = Document()
+    doc.load_net(parse_net('name: "tiny" layer { name: "x" type: "Input" top: "x" }'))
+    job = make_job(doc)
+    assert job.solver.base_lr == pytest.approx(0.01) and job.solver.max_iter == 1000
+    assert job.solver.snapshot_prefix == "tiny"
+    assert job.notes and "No solver" in job.notes[0]
+
+
+def test_relative_data_sources_that_exist_beside_the_file_become_absolute(tmp_path):
+    (tmp_path / "train_lmdb").mkdir()
+    (tmp_path / "mean.binaryproto").write_bytes(b"")
+    net = parse_net(
+        """
+        layer { name: "d" type: "Data" top: "x" data_param { source: "train_lmdb" }
+                transform_param { mean_file: "mean.binaryproto" } }
+        layer { name: "e" type: "Data" top: "y" data_param { source: "mnist_test_lmdb" } }
+        """
+    )
+    absolutize_data_paths(net, str(tmp_path))
+    assert net.layer[0].data_param.source == str(tmp_path / "train_lmdb")
+    assert net.layer[0].transform_param.mean_file == str(tmp_path / "mean.binaryproto")
+    assert net.layer[1].data_param.source == "mnist_test_lmdb"  # left for the data root
+
+
+def test_missing_mnist_sources_get_the_bundled_copy(tmp_path, monkeypatch):
+    from engine.data import mnist, paths
+
+    folder = tmp_path / "bundled"
+    for name in mnist.SPLITS:
+        (folder / name).mkdir(parents=True)
+    calls = []
+    monkeypatch.setattr(paths, "DATA_ROOT", None)
+    monkeypatch.delenv(paths.ENV_VAR, raising=False)
+    monkeypatch.setattr(paths, "user_data_dir", lambda: tmp_path / "no-user-data")  # no prepared copy
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mnist, "ensure_mnist", lambda progress=None: calls.append(progress) or folder)
+    net = parse_net(
+        'layer { name: "d" type: "Data" top: "x" data_param { source: "examples/mnist/mnist_train_lmdb" } }'
+    )
+    lines = []
+    assert provide_bundled_data([net], lines.append) == folder
+    assert folder == paths.DATA_ROOT and len(calls) == 1
+    assert paths.resolve("examples/mnist/mnist_train_lmdb") == folder / "mnist_train_lmdb"
+    assert any(str(folder) in line for line in lines)
+    assert provide_bundled_data([net], lines.append) is None  # resolves now: nothing more to do
+    other = parse_net('layer { name: "d" type: "Data" top: "x" data_param { source: "my_own_lmdb" } }')
+    assert job_module.provide_bundled_data([other], lines.append) is None and len(calls) == 1
