@@ -1,8 +1,8 @@
 """`python -m bench` (or `make bench`): the benchmarks, each printing ratios against its peer.
 
-    python -m bench.lenet_train [--threads N] [--gpu] [--batch 64 1024]   engine vs PyTorch, LeNet training
-    python -m bench.graph_scale                                           a 500-layer net: open, lay out, draw
-    python -m bench.gui_responsiveness                                    GUI timer delay while training
+python -m bench.lenet_train [--threads N] [--gpu] [--batch 64 1024]   engine vs PyTorch, LeNet training
+python -m bench.graph_scale                                           a 500-layer net: open, lay out, draw
+python -m bench.gui_responsiveness                                    GUI timer delay while training
 """
 
 import sys
