@@ -11,16 +11,26 @@ Two column layouts, both giving a convolution of the whole batch as one (batched
   wins when an image's output is large (and always on the GPU, where 2-D has fused kernels).
 
 ``col2im*`` are the adjoints: every column entry is added back onto the pixel it came from.
-Scratch arrays (``out``, ``padded``) may be passed in to be reused between calls.
+Scratch arrays (``out``, ``padded``) may be passed in to be reused between calls. The two col2im
+with strided windows split their adds by channel or image over engine.parallel's threads; the
+copies and the contiguous adds of ``col2im_spans`` are bound by memory traffic, which a second
+thread does not speed up (measured: they run slower split), so they stay whole.
+
+For stride 1 the batch-inner adjoint has a faster form, ``col2im_spans``: when the columns of one
+(channel, kernel offset) are laid out as the padded image's own positions (``spans_view``, with
+zeros where the padded row is wider than the output), the entries a kernel offset adds are one
+contiguous run of the padded image, so each offset is one long add instead of a strided one per
+output row.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from engine import backend, kernels
+from engine import backend, kernels, parallel
 
 Ints = Sequence[int]
 
@@ -85,12 +95,20 @@ def im2col(
     out_shape = conv_output_shape(spatial, kernel, pad, stride, dilation)
     if padded is None:
         padded = xp.zeros((c, *padded_shape(spatial, pad), n), x.dtype)
-    padded[inner(pad, spatial)] = xp.moveaxis(x, 0, -1)
     col = xp.empty((c, *kernel, *out_shape, n), x.dtype) if out is None else out
-    for offset in kernel_offsets(kernel):
-        col[(slice(None), *offset)] = padded[
-            (slice(None), *window_slices(offset, out_shape, stride, dilation))
-        ]
+    padded[inner(pad, spatial)] = xp.moveaxis(x, 0, -1)
+    # Every kernel offset's window at once: one strided copy, in runs of out[-1] * N values.
+    step = padded.strides[1:-1]
+    col[...] = xp.lib.stride_tricks.as_strided(
+        padded,
+        shape=col.shape,
+        strides=(
+            padded.strides[0],
+            *(s * d for s, d in zip(step, dilation)),
+            *(s * t for s, t in zip(step, stride)),
+            padded.strides[-1],
+        ),
+    )
     return col
 
 
@@ -111,13 +129,62 @@ def col2im(
     c, n = col.shape[0], col.shape[-1]
     out_shape = col.shape[1 + len(kernel) : -1]
     if padded is None:
-        padded = xp.zeros((c, *padded_shape(spatial, pad), n), col.dtype)
-    else:
-        padded[...] = 0
-    for offset in kernel_offsets(kernel):
-        padded[(slice(None), *window_slices(offset, out_shape, stride, dilation))] += col[
-            (slice(None), *offset)
-        ]
+        padded = xp.empty((c, *padded_shape(spatial, pad), n), col.dtype)
+    if out is None:
+        out = xp.empty((n, c, *spatial), col.dtype)
+    windows = [
+        (offset, window_slices(offset, out_shape, stride, dilation)) for offset in kernel_offsets(kernel)
+    ]
+
+    def channels(start: int, stop: int) -> None:
+        part, col_part = padded[start:stop], col[start:stop]
+        part[...] = 0
+        for offset, window in windows:
+            part[(slice(None), *window)] += col_part[(slice(None), *offset)]
+        batch_first(part[inner(pad, spatial)], out[:, start:stop])
+
+    parallel.run(channels, c, xp, parallel.grain(col[0].size))
+    return out
+
+
+def spans_view(spans: Any, groups: int, out_shape: Ints, padded: Ints, n: int) -> Any:
+    """A view (*out[:-1], groups, rows / groups, out[-1] * n) of the span columns ``spans`` (rows,
+    span_length(...)): a (batched) GEMM writing its (groups, rows / groups, prod(out) * n) result
+    there, one output row at a time, leaves it laid out as ``col2im_spans`` reads it. The gaps it
+    does not write must hold zeros."""
+    xp = backend.get_array_module(spans)
+    item, row = spans.itemsize, spans.strides[0]
+    steps = [n * math.prod(padded[d + 1 :]) for d in range(len(padded))]  # a padded position's stride
+    shape = (*out_shape[:-1], groups, spans.shape[0] // groups, out_shape[-1] * n)
+    strides = (*(s * item for s in steps[:-1]), row * (spans.shape[0] // groups), row, item)
+    return xp.lib.stride_tricks.as_strided(spans, shape=shape, strides=strides)
+
+
+def span_length(out_shape: Ints, padded: Ints, n: int) -> int:
+    """Values per (channel, kernel offset) row of span columns: first to last output position,
+    counted in the padded image (C, *padded, N)."""
+    steps = [n * math.prod(padded[d + 1 :]) for d in range(len(padded))]
+    return sum((o - 1) * s for o, s in zip(out_shape, steps)) + n
+
+
+def col2im_spans(
+    spans: Any, spatial: Ints, kernel: Ints, pad: Ints, dilation: Ints, out: Any, padded: Any = None
+) -> Any:
+    """col2im for stride 1 from span columns (C, *kernel, span_length) (see ``spans_view``) into
+    ``out`` (N, C, *spatial); ``padded`` is an optional (C, *padded, N) scratch. Each column entry is
+    added to the same pixel as by ``col2im``, in the same order of kernel offsets."""
+    xp = backend.get_array_module(spans)
+    n, c = out.shape[:2]
+    full = padded_shape(spatial, pad)
+    if padded is None:
+        padded = xp.empty((c, *full, n), spans.dtype)
+    steps = [n * math.prod(full[d + 1 :]) for d in range(len(full))]
+    length = spans.shape[-1]
+    flat, rows = padded.reshape(c, -1), spans.reshape(c, -1, length)
+    flat[...] = 0
+    for i, offset in enumerate(kernel_offsets(kernel)):
+        start = sum(k * d * s for k, d, s in zip(offset, dilation, steps))
+        flat[:, start : start + length] += rows[:, i]
     return batch_first(padded[inner(pad, spatial)], out)
 
 
@@ -173,18 +240,20 @@ def col2im_images(
         out = xp.empty((n, c, *spatial), col.dtype)
     if kernels.col2im_2d(col, out, kernel, pad, stride, dilation):
         return out
-    if any(pad):
-        if padded is None:
-            padded = xp.empty((n, c, *padded_shape(spatial, pad)), col.dtype)
-        target = padded
-    else:
-        target = out
-    target[...] = 0
+    if any(pad) and padded is None:
+        padded = xp.empty((n, c, *padded_shape(spatial, pad)), col.dtype)
     everything = (slice(None), slice(None))
-    for offset in kernel_offsets(kernel):
-        target[(*everything, *window_slices(offset, out_shape, stride, dilation))] += col[
-            (*everything, *offset)
-        ]
-    if target is not out:
-        out[...] = padded[(slice(None), *inner(pad, spatial))]
+    windows = [
+        (offset, window_slices(offset, out_shape, stride, dilation)) for offset in kernel_offsets(kernel)
+    ]
+
+    def images(start: int, stop: int) -> None:
+        target = padded[start:stop] if any(pad) else out[start:stop]
+        target[...] = 0
+        for offset, window in windows:
+            target[(*everything, *window)] += col[(slice(start, stop), slice(None), *offset)]
+        if any(pad):
+            out[start:stop] = target[(slice(None), *inner(pad, spatial))]
+
+    parallel.run(images, n, xp, parallel.grain(col[0].size))
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine import backend
+from engine import backend, parallel
 from engine.blob import Blob, shape_string
 from engine.fillers import get_filler
 from engine.layers.base import Layer
@@ -73,19 +73,33 @@ class InnerProductLayer(Layer):
         return w.reshape(self.k, self.num_output).T if self.transpose else w.reshape(self.num_output, self.k)
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
-        y = top[0].data.reshape(self.m, self.num_output)
-        self.xp.matmul(bottom[0].data.reshape(self.m, self.k), self.weight().T, out=y)
+        xp, y = self.xp, top[0].data.reshape(self.m, self.num_output)
+        # y^T = W x^T (OpenBLAS runs it a quarter faster than x W^T for a batch of 64), turned
+        # back in the pass that adds the bias.
+        yt = self.workspace.get("yt", (self.num_output, self.m), self.dtype, xp)
+        parallel.matmul(self.weight(), bottom[0].data.reshape(self.m, self.k).T, yt, "rows")
         if self.bias_term:
-            y += self.blobs[1].data.reshape(1, -1)
+            xp.add(yt.T, self.blobs[1].data.reshape(1, -1), out=y)
+        else:
+            y[...] = yt.T
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
         xp = self.xp
         dy = top[0].diff.reshape(self.m, self.num_output)
         x = bottom[0].data.reshape(self.m, self.k)
-        if self.param_propagate_down[0]:
+
+        def weights() -> None:
             dw = self.weight(diff=True)
-            dw += xp.matmul(dy.T, x, out=self.workspace.get("dw", dw.shape, self.dtype, xp))
+            dw += parallel.matmul(dy.T, x, self.workspace.get("dw", dw.shape, self.dtype, xp), "rows")
+
+        def data() -> None:
+            parallel.matmul(dy, self.weight(), bottom[0].diff.reshape(self.m, self.k), "cols")
+
         if self.bias_term and self.param_propagate_down[1]:
             self.blobs[1].diff += dy.sum(axis=0).reshape(self.blobs[1].shape)
-        if propagate_down[0]:
-            xp.matmul(dy, self.weight(), out=bottom[0].diff.reshape(self.m, self.k))
+        # The two GEMMs share only inputs: on the CPU they run side by side.
+        parallel.together(
+            weights if self.param_propagate_down[0] else None,
+            data if propagate_down[0] else None,
+            work=dy.size * self.k,
+        )

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import backend, kernels, rng
+from engine import backend, kernels, parallel, rng
 from engine.blob import Blob, shape_string
 from engine.layers.base import Layer
 from engine.layers.im2col import kernel_offsets, window_slices
@@ -231,68 +231,97 @@ class PoolingLayer(Layer):
     def staged_max(self, x: Any, y: Any) -> None:
         """Max over windows that tile the frame, as two tournaments: along each window row (kw values),
         then down the kh row maxima. Strict ``>`` keeps the first maximum in raster order, as Caffe;
-        each stage keeps its choices (int8) for backward. No patch array, no index array."""
-        (kh, kw), (ph, pw) = self.kernel, self.pooled
+        each stage keeps its choices (int8) for backward. No patch array, no index array. Images are
+        independent: on the CPU, slices of the batch run on engine.parallel's threads."""
+        xp = self.xp
+        (kh, kw), pw = self.kernel, self.pooled[1]
         n, c = x.shape[:2]
-        rows = n * c * self.frame[0] * pw
-        row_max = self.workspace.get("row_max", (rows,), self.dtype, self.xp)
-        self.tournament(self.framed(x, -np.inf).reshape(rows, kw).T, "w", row_max)
-        self.tournament(row_max.reshape(n * c * ph, kh, pw).swapaxes(0, 1), "h", y.reshape(n * c * ph, pw))
-        self.xp.maximum(y, LOWEST, out=y)  # Caffe's start value: a window of -inf gives -FLT_MAX ...
-        self.live = self.xp.greater(y, LOWEST, out=self.workspace.get("live", y.shape, bool, self.xp))
+        framed = self.framed(x, -np.inf)
+        row_max = self.workspace.get("row_max", (n, c * self.frame[0] * pw), self.dtype, xp)
+        self.live = self.workspace.get("live", y.shape, bool, xp)
+        across, down = self.stage("w", kw, row_max.shape), self.stage("h", kh, y.shape)
+
+        def images(start: int, stop: int) -> None:
+            part = slice(start, stop)
+            self.tournament(framed[part].reshape(-1, kw).T, across, row_max[part].reshape(-1), part)
+            rows = row_max[part].reshape(-1, kh, pw).swapaxes(0, 1)
+            best = y[part]
+            self.tournament(rows, down, best.reshape(-1, pw), part)
+            xp.maximum(best, LOWEST, out=best)  # Caffe's start value: a window of -inf gives -FLT_MAX ...
+            xp.greater(best, LOWEST, out=self.live[part])
+
+        parallel.run(images, n, xp, parallel.grain(x[0].size))
 
     def staged_max_backward(self, dy: Any, bottom: Blob) -> None:
         """dy goes back down the tournaments: to the chosen row, then to the chosen column."""
         xp, ws = self.xp, self.workspace
         (kh, kw), (ph, pw) = self.kernel, self.pooled
         n, c = dy.shape[:2]
-        live_dy = xp.multiply(
-            dy, self.live, out=ws.get("live_dy", dy.shape, self.dtype, xp)
-        )  # ... and no gradient
-        row_diff = ws.get("row_diff", (n * c * ph, kh, pw), self.dtype, xp)
-        self.spread(live_dy.reshape(n * c * ph, pw), "h", row_diff.swapaxes(0, 1))
+        live_dy = ws.get("live_dy", dy.shape, self.dtype, xp)
+        row_diff = ws.get("row_diff", (n, c * ph, kh, pw), self.dtype, xp)
         direct = self.frame == self.size and not any(self.pad)
         frame_diff = bottom.diff if direct else ws.get("frame_diff", (n, c, *self.frame), self.dtype, xp)
-        self.spread(row_diff.reshape(-1), "w", frame_diff.reshape(-1, kw).T)
-        if not direct:
-            bottom.diff[...] = 0
-            bottom.diff[self.frame_in_image()] = frame_diff[self.image_in_frame()]
 
-    def tournament(self, candidates: Any, stage: str, best: Any) -> None:
-        """best = the max over the first axis of ``candidates`` (K, ...), NaN if any is NaN; which one
-        was the first maximum goes to ``self.choices[stage]``: for two candidates a bool (the second),
-        else an int8 index."""
+        def images(start: int, stop: int) -> None:
+            part = slice(start, stop)
+            xp.multiply(dy[part], self.live[part], out=live_dy[part])  # ... and no gradient
+            rows = row_diff[part].reshape(-1, kh, pw)
+            self.spread(live_dy[part].reshape(-1, pw), "h", rows.swapaxes(0, 1), part)
+            self.spread(rows.reshape(-1), "w", frame_diff[part].reshape(-1, kw).T, part)
+            if not direct:
+                diff = bottom.diff[part]
+                diff[...] = 0
+                diff[self.frame_in_image()] = frame_diff[part][self.image_in_frame()]
+
+        parallel.run(images, n, xp, parallel.grain(frame_diff[0].size))
+
+    def stage(self, name: str, count: int, shape: tuple[int, ...]) -> str:
+        """Make a tournament stage's arrays (first axis: the batch) for ``count`` candidates: the choice
+        (None for one candidate, a bool for two: the second, else int8), and scratch."""
         xp, ws = self.xp, self.workspace
+        if count == 1:
+            self.choices[name] = None
+        elif count == 2:
+            self.choices[name] = ws.get(f"greater_{name}", shape, bool, xp)
+        else:
+            self.choices[name] = ws.get(f"choice_{name}", shape, np.int8, xp)
+            self.choices[f"greater_{name}"] = ws.get(f"greater_{name}", shape, bool, xp)
+            self.choices[f"later_{name}"] = ws.get(f"later_{name}", shape, np.int8, xp)
+        self.choices[f"chosen_{name}"] = ws.get(f"chosen_{name}", shape, bool, xp) if count > 1 else None
+        return name
+
+    def tournament(self, candidates: Any, stage: str, best: Any, part: slice) -> None:
+        """best = the max over the first axis of ``candidates`` (K, ...), NaN if any is NaN; which one
+        was the first maximum goes to the stage's choice, for the images in ``part``."""
+        xp = self.xp
         count = len(candidates)
         if count == 1:
             xp.copyto(best, candidates[0])
-            self.choices[stage] = None
             return
-        greater = ws.get(f"greater_{stage}", best.shape, bool, xp)
+        choice = self.choices[stage][part].reshape(best.shape)
+        greater = choice if count == 2 else self.choices[f"greater_{stage}"][part].reshape(best.shape)
         xp.greater(candidates[1], candidates[0], out=greater)
         xp.maximum(candidates[0], candidates[1], out=best)
         if count == 2:
-            self.choices[stage] = greater
             return
-        choice = ws.get(f"choice_{stage}", best.shape, np.int8, xp)
         choice[...] = greater
-        later = ws.get(f"later_{stage}", best.shape, np.int8, xp)
+        later = self.choices[f"later_{stage}"][part].reshape(best.shape)
         for k in range(2, count):
             xp.greater(candidates[k], best, out=greater)
             xp.maximum(best, candidates[k], out=best)
             # where(greater, k, choice) is max(choice, greater * k), as every earlier choice is below k
             # (and much faster than a masked copy)
             xp.maximum(choice, xp.multiply(greater, np.int8(k), out=later), out=choice)
-        self.choices[stage] = choice
 
-    def spread(self, values: Any, stage: str, targets: Any) -> None:
-        """targets[k] = values where the stage chose k, else 0 (targets: (K, ...) views)."""
+    def spread(self, values: Any, stage: str, targets: Any, part: slice) -> None:
+        """targets[k] = values where the stage chose k, else 0 (targets: (K, ...) views), for the
+        images in ``part``."""
         xp = self.xp
-        choice = self.choices[stage]
-        if choice is None:
+        if self.choices[stage] is None:
             xp.copyto(targets[0], values)
             return
-        chosen = self.workspace.get(f"chosen_{stage}", choice.shape, bool, xp)
+        choice = self.choices[stage][part].reshape(values.shape)
+        chosen = self.choices[f"chosen_{stage}"][part].reshape(values.shape)
         for k in range(len(targets)):
             if choice.dtype == bool:
                 mask = choice if k else xp.logical_not(choice, out=chosen)

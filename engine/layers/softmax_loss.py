@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import backend, kernels
+from engine import backend, graphs, kernels
 from engine.blob import Blob
 from engine.layers.base import Layer, LossLayer
 from engine.layers.registry import register_layer
@@ -100,14 +100,22 @@ class SoftmaxWithLossLayer(LossLayer):
             scores, labels, self.prob, loss, self.valid, bad, self.ignore_label
         ):
             return False
-        if bool(bad.any()):  # one sync, as the general path's check: let it name the bad labels
-            class_indices(self, labels, self.channels, self.ignore_label)
+        flagged = bad.any()
+        if graphs.capturing():  # no sync inside a CUDA graph: the graph flags, a check reads it after
+            graphs.after_launch(lambda: self.check_labels(flagged, labels))
+        else:
+            self.check_labels(flagged, labels)
         self.labels = labels
         self.normalizer = get_normalizer(self.normalization, self.outer, self.inner, self.valid.sum())
         xp.divide(loss.sum(), self.normalizer, out=top[0].data)
         if len(top) > 1:
             top[1].data[...] = self.prob.reshape(top[1].shape)
         return True
+
+    def check_labels(self, flagged: Any, labels: Any) -> None:
+        """One sync, as the general path's check: if the kernel flagged a label, name the bad ones."""
+        if bool(flagged):
+            class_indices(self, labels, self.channels, self.ignore_label)
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)

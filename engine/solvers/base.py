@@ -18,9 +18,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from engine import backend, rng
+from engine import backend, parallel, rng
 from engine.blob import Blob
 from engine.errors import EngineError
+from engine.graphs import GraphStep
 from engine.net import Net
 from engine.solvers.lr_policy import learning_rate
 from proto import caffe_pb2
@@ -75,6 +76,7 @@ class Solver:
         ]
         self.last_snapshot: tuple[str, str] | None = None
         self.workspace = backend.Workspace()
+        self.graph_step = GraphStep(self.net)  # forward + backward as one CUDA graph where it can
 
     def emit(self, kind: str, **payload: Any) -> None:
         for listener in self.listeners:
@@ -150,6 +152,10 @@ class Solver:
 
     # --- the loop ----------------------------------------------------------------------------
     def step(self, iters: int) -> None:
+        with parallel.gemms_in_pool(self.xp):  # the CPU's cores for the engine's own threads
+            self._step(iters)
+
+    def _step(self, iters: int) -> None:
         start_iter = self.iter
         stop_iter = self.iter + iters
         self.losses = []
@@ -174,7 +180,7 @@ class Solver:
             loss = 0.0
             with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is reported below, once
                 for _ in range(p.iter_size):
-                    loss += self.net.forward_backward()
+                    loss += self.graph_step.forward_backward()
             loss /= p.iter_size
             if not math.isfinite(loss):
                 raise EngineError(f"Iteration {self.iter}: loss is {loss}; {self.first_non_finite()}")

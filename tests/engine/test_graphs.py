@@ -1,0 +1,112 @@
+"""CUDA graphs for the training step: the graph path gives the eager path's numbers exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from engine import backend, graphs
+from engine.graphs import GraphStep
+from engine.solvers import create_solver
+from proto import caffe_pb2
+
+BATCH = 8
+LENET = """
+name: "LeNet"
+layer { name: "data" type: "Input" top: "data" top: "label"
+        input_param { shape { dim: 8 dim: 1 dim: 28 dim: 28 } shape { dim: 8 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+        convolution_param { num_output: 4 kernel_size: 5 weight_filler { type: "xavier" } } }
+layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
+        pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "conv2" type: "Convolution" bottom: "pool1" top: "conv2"
+        convolution_param { num_output: 6 kernel_size: 5 weight_filler { type: "xavier" } } }
+layer { name: "pool2" type: "Pooling" bottom: "conv2" top: "pool2"
+        pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "ip1" type: "InnerProduct" bottom: "pool2" top: "ip1"
+        inner_product_param { num_output: 20 weight_filler { type: "xavier" } } }
+layer { name: "relu1" type: "ReLU" bottom: "ip1" top: "ip1" }
+layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2"
+        inner_product_param { num_output: 10 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
+"""
+
+
+def make_solver(xp):
+    param = text_format.Parse(
+        'type: "SGD" base_lr: 0.01 momentum: 0.9 weight_decay: 0.0005 lr_policy: "inv" gamma: 0.1 '
+        "power: 0.75 max_iter: 100 random_seed: 3",
+        caffe_pb2.SolverParameter(),
+    )
+    param.net_param.CopyFrom(text_format.Parse(LENET, caffe_pb2.NetParameter()))
+    return create_solver(param, xp=xp, log_fn=lambda line: None)
+
+
+def feed(solver, xp, step: int, labels=None) -> None:
+    rng = np.random.default_rng(step)
+    solver.net.blob_by_name("data").data[...] = xp.asarray(rng.random((BATCH, 1, 28, 28), dtype=np.float32))
+    if labels is None:
+        labels = rng.integers(0, 10, BATCH)
+    solver.net.blob_by_name("label").data[...] = xp.asarray(np.asarray(labels, np.float32))
+
+
+def train(xp, steps: int) -> tuple[list[float], list[np.ndarray]]:
+    solver = make_solver(xp)
+    losses = []
+    for step in range(steps):
+        feed(solver, xp, step)
+        solver.step(1)
+        losses.append(solver.smoothed_loss)
+    return losses, [backend.to_host(p.data) for p in solver.net.learnable_params]
+
+
+def test_graph_body_is_the_nets_forward_backward():
+    """The graph runs GraphStep.body: on the CPU (eager) it must be Net.forward_backward exactly."""
+    a, b = make_solver(np), make_solver(np)
+    for solver in (a, b):
+        feed(solver, np, 0)
+        solver.net.clear_param_diffs()
+    step = GraphStep(b.net)
+    assert step.sources == 1 and not step.broken
+    assert a.net.forward_backward() == float(step.body())
+    for p, q in zip(a.net.learnable_params, b.net.learnable_params):
+        np.testing.assert_array_equal(p.diff, q.diff)
+    np.testing.assert_array_equal(a.net.blob_by_name("data").diff, b.net.blob_by_name("data").diff)
+
+
+def test_graphs_only_for_safe_nets():
+    net = make_solver(np).net
+    assert not GraphStep(net).usable()  # numpy arrays: nothing to capture
+    param = text_format.Parse(LENET.replace('type: "ReLU"', 'type: "Dropout"'), caffe_pb2.NetParameter())
+    from engine.net import Net
+
+    assert GraphStep(Net(param, phase=caffe_pb2.TRAIN, xp=np)).broken  # random draws each iteration
+
+
+@pytest.mark.gpu
+def test_graph_training_matches_eager_exactly(xp, monkeypatch):
+    if xp is np:
+        pytest.skip("CUDA graphs are for the GPU")
+    monkeypatch.setattr(graphs, "ENABLED", False)
+    eager_losses, eager_params = train(xp, 6)
+    monkeypatch.setattr(graphs, "ENABLED", True)
+    graph_losses, graph_params = train(xp, 6)
+    assert graph_losses == eager_losses
+    for e, g in zip(eager_params, graph_params):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.gpu
+def test_graph_is_replayed_and_still_checks_labels(xp, monkeypatch):
+    if xp is np:
+        pytest.skip("CUDA graphs are for the GPU")
+    monkeypatch.setattr(graphs, "ENABLED", True)
+    solver = make_solver(xp)
+    for step in range(4):
+        feed(solver, xp, step)
+        solver.step(1)
+    assert solver.graph_step.graph is not None and not solver.graph_step.broken
+    feed(solver, xp, 9, labels=[0, 1, 2, 3, 4, 5, 6, 12])
+    with pytest.raises(Exception, match="labels must lie in"):
+        solver.step(1)
