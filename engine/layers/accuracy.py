@@ -13,7 +13,7 @@ from __future__ import annotations
 from engine.blob import Blob
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
-from engine.layers.softmax_loss import class_indices
+from engine.layers.softmax_loss import class_geometry, class_indices
 
 
 @register_layer("Accuracy")
@@ -28,15 +28,7 @@ class AccuracyLayer(Layer):
         self.ignore_label = param.ignore_label if param.HasField("ignore_label") else None
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
-        axis = bottom[0].canonical_axis_index(self.param.accuracy_param.axis)
-        self.outer, self.inner = bottom[0].count(0, axis), bottom[0].count(axis + 1)
-        self.channels = bottom[0].shape[axis]
-        if self.outer * self.inner != bottom[1].count():
-            raise self.error(
-                f"number of labels ({bottom[1].count()}) must match the number of predictions "
-                f"({self.outer * self.inner}): with scores {bottom[0].shape} and axis {axis}, "
-                "give one integer label in [0, C) per position outside the class axis"
-            )
+        self.outer, self.channels, self.inner = class_geometry(self, bottom, self.param.accuracy_param.axis)
         if self.top_k > self.channels:
             raise self.error(f"top_k ({self.top_k}) must not exceed the number of classes ({self.channels})")
         top[0].reshape(())

@@ -18,7 +18,7 @@ from engine import backend
 from engine.blob import Blob, proto_to_array
 from engine.layers.base import LossLayer
 from engine.layers.registry import register_layer
-from engine.layers.softmax_loss import class_indices, get_normalizer, softmax
+from engine.layers.softmax_loss import class_geometry, class_indices, get_normalizer, softmax
 from proto import caffe_pb2
 
 LOG_THRESHOLD = 1e-20
@@ -55,15 +55,9 @@ class InfogainLossLayer(LossLayer):
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)
-        axis = bottom[0].canonical_axis_index(self.param.infogain_loss_param.axis)
-        self.outer, self.inner = bottom[0].count(0, axis), bottom[0].count(axis + 1)
-        self.channels = bottom[0].shape[axis]
-        if self.outer * self.inner != bottom[1].count():
-            raise self.error(
-                f"number of labels ({bottom[1].count()}) must match the number of predictions "
-                f"({self.outer * self.inner}): with scores {bottom[0].shape} and axis {axis}, "
-                "give one integer label in [0, C) per position outside the class axis"
-            )
+        self.outer, self.channels, self.inner = class_geometry(
+            self, bottom, self.param.infogain_loss_param.axis
+        )
         h_count = bottom[2].count() if len(bottom) > 2 else self.infogain.size
         if h_count != self.channels**2:
             raise self.error(f"H must be {self.channels}x{self.channels}, got {h_count} values")

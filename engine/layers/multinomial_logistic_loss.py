@@ -11,7 +11,7 @@ from __future__ import annotations
 from engine.blob import Blob
 from engine.layers.base import LossLayer
 from engine.layers.registry import register_layer
-from engine.layers.softmax_loss import class_indices
+from engine.layers.softmax_loss import class_indices, per_sample
 
 LOG_THRESHOLD = 1e-20
 
@@ -20,12 +20,7 @@ LOG_THRESHOLD = 1e-20
 class MultinomialLogisticLossLayer(LossLayer):
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)
-        self.num = bottom[0].shape[0]
-        self.dim = bottom[0].count() // max(self.num, 1)
-        if bottom[1].count() != self.num:
-            raise self.error(
-                f"needs one label per sample (N x 1 x 1 x 1); got {self.describe_shapes(bottom)}"
-            )
+        self.num, self.dim = per_sample(self, bottom)
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         xp = self.xp

@@ -68,6 +68,27 @@ def class_indices(layer: Layer, labels: Any, num_classes: int, ignore_label: int
     return xp.where(valid, whole, 0).astype(np.int64), valid
 
 
+def class_geometry(layer: Layer, bottom: list[Blob], axis: int) -> tuple[int, int, int]:
+    """(outer, channels, inner) around the class ``axis``; one label per position outside it."""
+    axis = bottom[0].canonical_axis_index(axis)
+    outer, inner = bottom[0].count(0, axis), bottom[0].count(axis + 1)
+    if outer * inner != bottom[1].count():
+        raise layer.error(
+            f"number of labels ({bottom[1].count()}) must match the number of predictions "
+            f"({outer * inner}): with scores {bottom[0].shape} and axis {axis}, "
+            "give one integer label in [0, C) per position outside the class axis"
+        )
+    return outer, bottom[0].shape[axis], inner
+
+
+def per_sample(layer: Layer, bottom: list[Blob]) -> tuple[int, int]:
+    """(N, values per sample) for losses that take one label per sample."""
+    num = bottom[0].shape[0]
+    if bottom[1].count() != num:
+        raise layer.error(f"needs one label per sample (N x 1 x 1 x 1); got {layer.describe_shapes(bottom)}")
+    return num, bottom[0].count() // max(num, 1)
+
+
 def softmax(xp: ModuleType, x: Any, axis: int) -> Any:
     """exp(x - max) normalised along ``axis``."""
     e = xp.exp(x - x.max(axis=axis, keepdims=True))
@@ -119,15 +140,7 @@ class SoftmaxWithLossLayer(LossLayer):
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)
-        axis = bottom[0].canonical_axis_index(self.param.softmax_param.axis)
-        self.outer, self.inner = bottom[0].count(0, axis), bottom[0].count(axis + 1)
-        self.channels = bottom[0].shape[axis]
-        if self.outer * self.inner != bottom[1].count():
-            raise self.error(
-                f"number of labels ({bottom[1].count()}) must match the number of predictions "
-                f"({self.outer * self.inner}): with scores {bottom[0].shape} and axis {axis}, "
-                "give one integer label in [0, C) per position outside the class axis"
-            )
+        self.outer, self.channels, self.inner = class_geometry(self, bottom, self.param.softmax_param.axis)
         if len(top) > 1:
             top[1].reshape(bottom[0].shape)
 
