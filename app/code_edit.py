@@ -10,6 +10,7 @@ from PySide6.QtGui import (
     QKeySequence,
     QPainter,
     QPaintEvent,
+    QPalette,
     QResizeEvent,
     QTextCharFormat,
     QTextCursor,
@@ -17,10 +18,9 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
-_GUTTER_BG = QColor("#f3f4f6")
-_GUTTER_FG = QColor("#9aa3ae")
-_CURRENT_LINE = QColor("#f5f8fc")
-_ERROR_LINE = QColor("#fde8e8")
+# Light colours, and their dark counterparts for a dark palette (a dark Base role).
+_LIGHT = {"gutter_bg": "#f3f4f6", "gutter_fg": "#9aa3ae", "current": "#f5f8fc", "error_line": "#fde8e8"}
+_DARK = {"gutter_bg": "#1d1f24", "gutter_fg": "#6b7380", "current": "#23262c", "error_line": "#3d2224"}
 _ERROR_MARK = QColor("#d93025")
 
 
@@ -58,6 +58,17 @@ class CodeEdit(QPlainTextEdit):
         self._update_margins()
         self._update_selections()
 
+    def colour(self, name: str) -> QColor:
+        """``gutter_bg``, ``gutter_fg``, ``current`` or ``error_line``, for the palette in use."""
+        dark = self.palette().color(QPalette.ColorRole.Base).lightness() < 128
+        return QColor((_DARK if dark else _LIGHT)[name])
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "_gutter"):
+            self._update_selections()
+            self._gutter.update()
+
     def event(self, event: QEvent) -> bool:
         # Undo and redo belong to the window's one undo stack, not to this widget: let them through.
         if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent):
@@ -83,7 +94,7 @@ class CodeEdit(QPlainTextEdit):
 
     def _update_selections(self) -> None:
         current = QTextEdit.ExtraSelection()
-        current.format.setBackground(_CURRENT_LINE)
+        current.format.setBackground(self.colour("current"))
         current.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
         current.cursor = self.textCursor()
         current.cursor.clearSelection()
@@ -91,7 +102,7 @@ class CodeEdit(QPlainTextEdit):
         block = self.document().findBlockByNumber(self._error[0] - 1) if self._error else None
         if block is not None and block.isValid():
             line = QTextEdit.ExtraSelection()
-            line.format.setBackground(_ERROR_LINE)
+            line.format.setBackground(self.colour("error_line"))
             line.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
             line.cursor = QTextCursor(block)
             selections.append(line)
@@ -138,11 +149,12 @@ class CodeEdit(QPlainTextEdit):
 
     def paint_gutter(self, event: QPaintEvent) -> None:
         painter = QPainter(self._gutter)
-        painter.fillRect(event.rect(), _GUTTER_BG)
+        painter.fillRect(event.rect(), self.colour("gutter_bg"))
         block = self.firstVisibleBlock()
         top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
         height = self.fontMetrics().height()
         width = self._gutter.width() - 6
+        gutter_fg = self.colour("gutter_fg")
         while block.isValid() and top <= event.rect().bottom():
             number = block.blockNumber() + 1
             if block.isVisible():
@@ -150,7 +162,7 @@ class CodeEdit(QPlainTextEdit):
                     painter.setPen(_ERROR_MARK)
                     painter.setBrush(_ERROR_MARK)
                     painter.drawEllipse(3, top + height // 2 - 3, 6, 6)
-                painter.setPen(_ERROR_MARK if number == self.error_line else _GUTTER_FG)
+                painter.setPen(_ERROR_MARK if number == self.error_line else gutter_fg)
                 painter.drawText(0, top, width, height, Qt.AlignmentFlag.AlignRight, str(number))
             top += round(self.blockBoundingRect(block).height())
             block = block.next()

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QTextCursor
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QPalette, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.code_edit import CodeEdit
@@ -60,6 +60,7 @@ class PrototxtEditor(QWidget):
         self.doc, self._push = doc, push
         self._error: FormatError | None = None
         self._rendering = False
+        self._status_error = False
 
         self.edit = CodeEdit(self)
         self.edit.setUndoRedoEnabled(False)  # one history for every view: the window's undo stack
@@ -72,9 +73,9 @@ class PrototxtEditor(QWidget):
         self.revert_button.setToolTip("Throw away the text that does not parse and show the document's net")
         self.revert_button.clicked.connect(self.revert)
 
-        footer = QFrame(self)
+        footer = self.footer = QFrame(self)
         footer.setObjectName("editorFooter")
-        footer.setStyleSheet("#editorFooter { background: #f9fafb; border-top: 1px solid #e5e7eb; }")
+        self._follow_palette()
         bar = QHBoxLayout(footer)
         bar.setContentsMargins(10, 6, 8, 6)
         bar.addWidget(self.status, 1)
@@ -129,6 +130,27 @@ class PrototxtEditor(QWidget):
         self._show_error(None)
         self._render(self.doc.net_text())
 
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "footer"):
+            self._follow_palette()
+            self._colour_status(self._status_error)
+
+    def _is_dark(self) -> bool:
+        return self.palette().color(QPalette.ColorRole.Base).lightness() < 128
+
+    def _follow_palette(self) -> None:
+        """Footer and syntax colours for the palette in use (the View menu's light or dark theme)."""
+        dark = self._is_dark()
+        back, line = ("#1d1f24", "#33363d") if dark else ("#f9fafb", "#e5e7eb")
+        self.footer.setStyleSheet(f"#editorFooter {{ background: {back}; border-top: 1px solid {line}; }}")
+        self.highlighter.set_dark(dark)
+
+    def _colour_status(self, error: bool) -> None:
+        self._status_error = error
+        colours = ("#8a929c", "#ff8a80") if self._is_dark() else ("#6b7280", "#b42318")
+        self.status.setStyleSheet(f"color: {colours[error]};")
+
     def _on_text_changed(self) -> None:
         if not self._rendering:
             self._timer.start()
@@ -166,7 +188,7 @@ class PrototxtEditor(QWidget):
         if error is None and not stale:
             self.edit.clear_error()
             self.status.setText("Prototxt · changes apply as you type")
-            self.status.setStyleSheet("color: #6b7280;")
+            self._colour_status(False)
         else:
             message = "Text not applied yet"
             if error is not None:
@@ -175,5 +197,5 @@ class PrototxtEditor(QWidget):
                 message = f"{where}{error.message}"
             note = "The net changed elsewhere; your text is kept." if stale else _KEPT
             self.status.setText(f"⚠ {message}\n{note}")
-            self.status.setStyleSheet("color: #b42318;")
+            self._colour_status(True)
         self.error_changed.emit(error.message if error else "")

@@ -20,7 +20,7 @@ _PATTERN = QRegularExpression(
     r"""|(?<brace>[{}<>\[\]])"""
 )
 
-# Readable on the light editor background; enum covers true/false too.
+# Readable on the light editor background; enum covers true/false too. _DARK: the same on a dark one.
 _COLOURS = {
     "comment": "#7b8794",
     "string": "#b5481c",
@@ -30,11 +30,20 @@ _COLOURS = {
     "enum": "#8a3fb3",
     "brace": "#8c96a3",
 }
+_DARK = {
+    "comment": "#7f8792",
+    "string": "#f0a37a",
+    "section": "#7fb0ff",
+    "field": "#8cc4ff",
+    "number": "#5fd3bc",
+    "enum": "#d19cf0",
+    "brace": "#8c96a3",
+}
 
 
-def _format(kind: str) -> QTextCharFormat:
+def _format(kind: str, dark: bool = False) -> QTextCharFormat:
     fmt = QTextCharFormat()
-    fmt.setForeground(QColor(_COLOURS[kind]))
+    fmt.setForeground(QColor((_DARK if dark else _COLOURS)[kind]))
     if kind == "comment":
         fmt.setFontItalic(True)
     if kind in ("section", "brace"):
@@ -48,6 +57,18 @@ class PrototxtHighlighter(QSyntaxHighlighter):
     def __init__(self, document: QTextDocument) -> None:
         super().__init__(document)
         self._formats = {kind: _format(kind) for kind in self.KINDS}
+        self.dark = False
+
+    def set_dark(self, dark: bool) -> None:
+        """Colours for a dark editor background (or back to the light ones); re-colours the text."""
+        if dark == self.dark:
+            return
+        self.dark = dark
+        self._formats = {kind: _format(kind, dark) for kind in self.KINDS}
+        self.rehighlight()
+
+    def colour(self, kind: str) -> QColor:
+        return self._formats[kind].foreground().color()
 
     def kind_at(self, text: str, position: int) -> str | None:
         """Which kind of token covers ``position`` in a line of ``text`` (for tests and tooltips)."""

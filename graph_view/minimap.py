@@ -10,7 +10,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QWidget
 
-from graph_view import style
+from graph_view import canvas_colours, style
 from graph_view.view import GraphView
 
 MAX_W, MAX_H, MIN_W = 180, 260, 72
@@ -39,7 +39,7 @@ class Minimap(QWidget):
         scale = min(MAX_W / self._source.width(), MAX_H / self._source.height())
         size = QSize(max(int(self._source.width() * scale), 8), max(int(self._source.height() * scale), 8))
         image = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
-        image.fill(QColor(style.BACKGROUND))
+        image.fill(canvas_colours.background())
         painter = QPainter(image)
         painter.scale(scale, scale)
         painter.translate(-self._source.topLeft())
@@ -93,7 +93,7 @@ class Minimap(QWidget):
             return
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.fillRect(self.rect(), QColor(style.BACKGROUND))
+        painter.fillRect(self.rect(), canvas_colours.background())
         painter.drawImage(self._image_rect().topLeft(), self._image)
         painter.setPen(QPen(QColor(style.CARD_BORDER), 1))
         painter.setBrush(Qt.BrushStyle.NoBrush)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from PySide6.QtCore import QPointF, QRectF, Signal
-from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap
+from PySide6.QtGui import QBrush, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsSceneMouseEvent
 
-from graph_view import style
+from graph_view import canvas_colours, style
 from graph_view.graph import Graph, build
 from graph_view.items import NodeItem, measure
 from graph_view.layout import Layout, LayoutEdge, layered
@@ -49,7 +49,7 @@ class GraphScene(QGraphicsScene):
         self._building = False
         self._moved: set[str] = set()
         self.detailed = True  # ports, labels and bands shown (the view turns them off far out)
-        self.setBackgroundBrush(QColor(style.BACKGROUND))
+        self.setBackgroundBrush(canvas_colours.background())
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
 
     @property
@@ -217,9 +217,17 @@ class GraphScene(QGraphicsScene):
     # ---- drawing --------------------------------------------------------------------------
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
         if painter.worldTransform().m11() < 0.6:
-            painter.fillRect(rect, QColor(style.BACKGROUND))
+            painter.fillRect(rect, canvas_colours.background())
         else:
             painter.fillRect(rect, _grid_brush())
+
+    def follow_palette(self) -> None:
+        """The application palette changed: repaint the background and the wire labels (cached pixmaps)."""
+        self.setBackgroundBrush(canvas_colours.background())
+        for item in self.items():
+            if isinstance(item, BlobLabel):
+                item.update()
+        self.update()
 
     def set_detail(self, detailed: bool) -> None:
         """Far out, ports, labels and bands are too small to see: hiding them keeps panning fast."""
@@ -234,17 +242,19 @@ class GraphScene(QGraphicsScene):
                 child.setVisible(self.detailed)
 
 
-_GRID: list[QBrush] = []
+_GRID: dict[tuple[int, int], QBrush] = {}
 
 
 def _grid_brush() -> QBrush:
     """A dot every 24 scene units, as a tiled texture (one fill per repaint, not thousands of dots)."""
-    if not _GRID:
+    back, dots = canvas_colours.background(), canvas_colours.grid()
+    key = (back.rgba(), dots.rgba())
+    if key not in _GRID:
         tile = QPixmap(24, 24)
-        tile.fill(QColor(style.BACKGROUND))
+        tile.fill(back)
         painter = QPainter(tile)
-        painter.setPen(QPen(QColor(style.GRID), 1.6))
+        painter.setPen(QPen(dots, 1.6))
         painter.drawPoint(QPointF(0.8, 0.8))
         painter.end()
-        _GRID.append(QBrush(tile))
-    return _GRID[0]
+        _GRID[key] = QBrush(tile)
+    return _GRID[key]

@@ -158,6 +158,11 @@ class GraphView(QGraphicsView):
             return True
         return super().event(event)
 
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.PaletteChange:  # the application's theme changed
+            self.graph_scene.follow_palette()
+        super().changeEvent(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         action = self._bound(event)
         if action is not None:

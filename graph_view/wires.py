@@ -10,7 +10,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPainterPathStroker, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
-from graph_view import style, summary
+from graph_view import canvas_colours, style, summary
 from graph_view.graph import Edge, Shape
 from graph_view.items import advance, font, metrics
 from graph_view.ports import PortItem
@@ -142,11 +142,11 @@ class BlobLabel(QGraphicsItem):
         if painter.worldTransform().m11() < 0.5:
             return
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(QColor(247, 248, 250, 230))
+        painter.setBrush(canvas_colours.label_background())
         painter.drawRoundedRect(self.rect, 3, 3)
         painter.setFont(font("small"))
         r = self.rect.adjusted(4, 0, -4, 0)
-        painter.setPen(QColor(style.MUTED))
+        painter.setPen(canvas_colours.muted())
         painter.drawText(r, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, self.name)
-        painter.setPen(QColor(style.TEXT))
+        painter.setPen(canvas_colours.text())
         painter.drawText(r, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, self.shape_text)

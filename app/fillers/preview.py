@@ -10,11 +10,12 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.fillers.images import KernelImage
 from app.fillers.summary import Preview
+from app.plot_palette import follow_palette
 
 DRAWN, THEORY = "#3b6fb6", "#e07b00"
 
@@ -53,6 +54,7 @@ class PreviewView(QWidget):
         self.spike_text = pg.TextItem(color=THEORY, anchor=(0, 0))
         for each in (self.bars, self.curve, self.spikes, self.spike_text):
             self.plot.addItem(each)
+        follow_palette(self.plot, (item,), self.palette())
         self.legend = QLabel(self)
         self.legend.setObjectName("plotLegend")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
@@ -89,7 +91,13 @@ class PreviewView(QWidget):
         layout.addStretch(1)
         self.show_message("")
 
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "plot"):
+            follow_palette(self.plot, (self.plot.getPlotItem(),), self.palette())
+
     # ---- nothing to show --------------------------------------------------------------------
+
     def show_message(self, text: str, title: str = "") -> None:
         self.current = None
         self.title.setText(title)

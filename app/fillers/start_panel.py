@@ -12,12 +12,13 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from app.document import NET_KINDS, Change, Document
 from app.fillers.jobs import Jobs
 from app.fillers.netstart import CHOICES, Probe, probe, verdict
+from app.plot_palette import follow_palette
 from proto import caffe_pb2
 
 COLOURS = ("#3b6fb6", "#e07b00")
@@ -82,6 +83,11 @@ class NetStartPanel(QWidget):
         self._timer.timeout.connect(self._run)
         self._make_widgets()
         doc.changed.connect(self._on_doc)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "plots"):
+            follow_palette(self.view, self.plots, self.palette())
 
     def _make_widgets(self) -> None:
         intro = QLabel(
@@ -160,6 +166,7 @@ class NetStartPanel(QWidget):
                 )
                 for c in COLOURS
             ]
+        follow_palette(self.view, self.plots, self.palette())
         self.summary = QLabel(self)
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)

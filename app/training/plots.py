@@ -18,7 +18,7 @@ import math
 import time
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.plot_palette import follow_palette
 from app.training.ranges import RangeKeeper, nice_ceiling, nice_number, round_range, span
 from app.training.run import Run
 from app.training.series import Smoother
@@ -238,6 +239,16 @@ class TrainingPlots(QWidget):
         self.metric_plot.getAxis("right").setStyle(showValues=False)
         self.metric_plot.setXLink(self.loss_plot)
         self._set_x_label()
+        self._follow_palette()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "metric_plot"):
+            self._follow_palette()
+
+    def _follow_palette(self) -> None:
+        plots = (self.loss_plot, self.metric_plot)
+        follow_palette(self.graphics, plots, self.palette(), self.legend)
 
     def _make_lr_axis(self) -> None:
         """The learning rate: a second view box on the loss plot's right axis, x linked."""
