@@ -4,9 +4,24 @@
 set_device, set_random_seed, layer_type_list, get_solver and the per-type Solver classes.
 """
 
+import proto  # `caffe.proto.caffe_pb2`, as pycaffe scripts spell it
 from engine.backend import set_device, set_mode_cpu, set_mode_gpu
 from engine.layers import layer_types as layer_type_list
-from engine.pycaffe import TEST, TRAIN, Blob, Layer, Net
+from engine.pycaffe import (
+    TEST,
+    TRAIN,
+    Blob,
+    Layer,
+    Net,
+    has_nccl,
+    init_log,
+    log,
+    set_multiprocess,
+    set_solver_count,
+    set_solver_rank,
+    solver_count,
+    solver_rank,
+)
 from engine.pycaffe_solver import (
     AdaDeltaSolver,
     AdaGradSolver,
@@ -30,6 +45,15 @@ __all__ = [
     "SGDSolver",
     "Solver",
     "get_solver",
+    "has_nccl",
+    "init_log",
+    "log",
+    "proto",
+    "set_multiprocess",
+    "set_solver_count",
+    "set_solver_rank",
+    "solver_count",
+    "solver_rank",
     "TEST",
     "TRAIN",
     "Blob",

@@ -211,3 +211,15 @@ def test_typed_solver_classes_and_copy_from_before_stepping(solver_file, tmp_pat
     np.testing.assert_array_equal(solver.net.params["fc"][0].data, 0.5)
     solver.snapshot()
     assert (tmp_path / "snap_iter_0.caffemodel").exists() and (tmp_path / "snap_iter_0.solverstate").exists()
+
+
+def test_module_level_helpers_and_the_schema_under_caffe_proto():
+    net_param = caffe.proto.caffe_pb2.NetParameter(name="x")
+    assert net_param.name == "x"
+    assert caffe.has_nccl() is False
+    caffe.set_solver_count(1)
+    caffe.set_solver_rank(0)
+    assert caffe.solver_count() == 1 and caffe.solver_rank() == 0
+    caffe.set_multiprocess(False)
+    caffe.init_log()
+    caffe.log("hello")
