@@ -1,37 +1,35 @@
 """Layer families: how the palette groups Caffe's layer types, what each is for, and its colour.
 
-Qt-free. The families follow the colours of DESIGN.md ("the picture to beat"): vision blue,
-neuron red, pooling/normalisation green, structure (merge/split/reshape) brown, data grey, and
-losses purple. A type registered later that no family names falls into "Other".
+Qt-free. Colours come from the canvas (graph_view.style), so a type looks the same everywhere;
+the groups here are the palette's. A type registered later that no family names falls into "Other".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graph_view import style
+
 
 @dataclass(frozen=True)
 class Family:
     key: str
     title: str
-    colour: str
     types: tuple[str, ...]
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("data", "Data", "#6b7280", ("Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData")),
+    Family("data", "Data", ("Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData")),
     Family(
         "vision",
         "Vision",
-        "#3b6fb6",
         ("Convolution", "Deconvolution", "InnerProduct", "Embed", "Im2col"),
     ),
-    Family("pooling", "Pooling", "#3f8f4f", ("Pooling", "SPP")),
-    Family("normalisation", "Normalisation", "#2f7d6b", ("BatchNorm", "Scale", "Bias", "LRN", "MVN")),
+    Family("pooling", "Pooling", ("Pooling", "SPP")),
+    Family("normalisation", "Normalisation", ("BatchNorm", "Scale", "Bias", "LRN", "MVN")),
     Family(
         "neuron",
         "Neuron",
-        "#c0413b",
         (
             "ReLU",
             "PReLU",
@@ -52,7 +50,6 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "structure",
         "Structure",
-        "#8a5a2b",
         (
             "Concat",
             "Slice",
@@ -72,7 +69,6 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "loss",
         "Loss & output",
-        "#7c3aed",
         (
             "SoftmaxWithLoss",
             "Softmax",
@@ -86,7 +82,7 @@ FAMILIES: tuple[Family, ...] = (
         ),
     ),
 )
-OTHER = Family("other", "Other", "#374151", ())
+OTHER = Family("other", "Other", ())
 
 _BY_TYPE = {t: family for family in FAMILIES for t in family.types}
 
@@ -161,6 +157,11 @@ KEYWORDS = {
     "SoftmaxWithLoss": "cross entropy classification",
     "Dropout": "regularization",
 }
+
+
+def colour_of(layer_type: str) -> str:
+    """The colour the canvas gives this type's boxes, so palette, inspector and canvas agree."""
+    return style.family(layer_type).colour
 
 
 def family_of(layer_type: str) -> Family:

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QTreeWidget, QTreeWidgetItem, Q
 
 from app.commands import AddLayer, Command, CommandError
 from app.document import Document
-from app.layer_families import DESCRIPTIONS, family_of, grouped, matches
+from app.layer_families import DESCRIPTIONS, colour_of, grouped, matches
 from engine.layers import layer_types
 
 MIME_TYPE = "application/x-barista-layer-type"
@@ -114,7 +114,7 @@ class PaletteTree(QTreeWidget):
         pixmap.fill(Qt.GlobalColor.transparent)
         painter = QPainter(pixmap)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setBrush(QColor(family_of(layer_type).colour))
+        painter.setBrush(QColor(colour_of(layer_type)))
         painter.setPen(Qt.PenStyle.NoPen)
         painter.drawRoundedRect(0, 0, width, height, 6, 6)
         painter.setPen(QColor("white"))
@@ -183,11 +183,10 @@ class Palette(QWidget):
             font.setBold(True)
             group.setFont(0, font)
             group.setToolTip(0, f"{len(types)} layer types")
-            icon = swatch(family.colour)
             for layer_type in types:
                 item = QTreeWidgetItem(group, [layer_type])
                 item.setData(0, TYPE_ROLE, layer_type)
-                item.setIcon(0, icon)
+                item.setIcon(0, swatch(colour_of(layer_type)))
                 item.setToolTip(0, f"<b>{layer_type}</b><br>{DESCRIPTIONS.get(layer_type, family.title)}")
                 item.setFlags(
                     Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsDragEnabled

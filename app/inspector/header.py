@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from app.layer_families import DESCRIPTIONS, family_of
+from app.layer_families import DESCRIPTIONS, colour_of, family_of
 from proto import caffe_pb2
 
 _PHASES = {caffe_pb2.TRAIN: "TRAIN", caffe_pb2.TEST: "TEST"}
@@ -50,7 +50,7 @@ class LayerHeader(QFrame):
 
     def show_layer(self, layer: caffe_pb2.LayerParameter, index: int, count: int, others: int) -> None:
         family = family_of(layer.type)
-        self.stripe.setStyleSheet(f"background: {family.colour}; border-radius: 2px;")
+        self.stripe.setStyleSheet(f"background: {colour_of(layer.type)}; border-radius: 2px;")
         self.title.setText(layer.name or "(unnamed)")
         more = f" · {others} more selected" if others else ""
         kind = layer.type or "?"

@@ -14,13 +14,14 @@ from app.forms.docs import field_doc
 from app.forms.values import format_float, parse_value
 from app.history import History
 from app.layer_defaults import default_layer
-from app.layer_families import FAMILIES, OTHER, family_of, grouped, matches
+from app.layer_families import OTHER, colour_of, family_of, grouped, matches
 from app.layer_params import param_fields, stray_params
 from app.lr_plot import sampled_schedule
 from app.net_stats import human, layer_flops, net_totals
 from engine.layers import layer_types
 from engine.net import Net
 from engine.solvers import lr_policy
+from graph_view import style
 from proto import caffe_pb2
 from proto.textio import parse_net
 
@@ -73,7 +74,12 @@ def test_every_registered_type_has_a_family_a_description_and_sound_defaults():
     listed = [t for _family, types in grouped(registered) for t in types]
     assert sorted(listed) == sorted(registered)  # each once
     assert [f.key for f, _ in grouped(registered)][:2] == ["data", "vision"]
-    assert len({f.colour for f in FAMILIES}) == len(FAMILIES)
+    # every registered type gets a family colour of the canvas, and the families are told apart
+    assert all(colour_of(t) != style.UNKNOWN.colour for t in registered)
+    assert (
+        len({colour_of(t) for t in ("Data", "Convolution", "ReLU", "Pooling", "Concat", "SoftmaxWithLoss")})
+        == 6
+    )
 
 
 @pytest.mark.parametrize("layer_type", sorted(set(layer_types()) - _SKIP_SETUP))
