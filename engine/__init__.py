@@ -5,6 +5,7 @@ set_device, set_random_seed, layer_type_list, get_solver and the per-type Solver
 """
 
 import proto  # `caffe.proto.caffe_pb2`, as pycaffe scripts spell it
+from engine import io
 from engine.backend import set_device, set_mode_cpu, set_mode_gpu
 from engine.layers import layer_types as layer_type_list
 from engine.pycaffe import (
@@ -47,6 +48,7 @@ __all__ = [
     "get_solver",
     "has_nccl",
     "init_log",
+    "io",
     "log",
     "proto",
     "set_multiprocess",

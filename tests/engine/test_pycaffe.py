@@ -223,3 +223,9 @@ def test_module_level_helpers_and_the_schema_under_caffe_proto():
     caffe.set_multiprocess(False)
     caffe.init_log()
     caffe.log("hello")
+
+
+def test_caffe_io_is_reachable_as_pycaffe_scripts_reach_it():
+    array = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    proto = caffe.io.array_to_blobproto(array)
+    np.testing.assert_array_equal(caffe.io.blobproto_to_array(proto), array)
