@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from app.commands import Command, CommandError
 from app.document import SOLVER_KINDS, Change, Document
@@ -21,6 +21,7 @@ from app.edits import solver_edit
 from app.forms import FormOptions, MessageForm
 from app.forms.group import Group
 from app.lr_plot import LrPlot
+from app.refusal import RefusalLabel
 from engine.solvers import solver_types
 from engine.solvers.lr_policy import POLICIES
 from proto import caffe_pb2
@@ -90,12 +91,7 @@ class SolverPanel(QWidget):
             hidden=_HIDDEN,
         )
         self.plot = LrPlot(self)
-        self.message = QLabel(self)
-        self.message.setObjectName("inspectorMessage")
-        self.message.setWordWrap(True)
-        self.message.hide()
-        self._hide_message = QTimer(self, singleShot=True, interval=8000)
-        self._hide_message.timeout.connect(self.message.hide)
+        self.message = RefusalLabel(self)
 
         page = QWidget()
         page.setObjectName("solverPage")
@@ -156,9 +152,7 @@ class SolverPanel(QWidget):
         self.message.hide()
 
     def _refuse(self, message: str) -> None:
-        self.message.setText(f"⚠  Not applied: {message}")
-        self.message.show()
-        self._hide_message.start()
+        self.message.refuse(message)
         self.refused.emit(message)
         QTimer.singleShot(0, self.refresh)
 

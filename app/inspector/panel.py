@@ -29,6 +29,7 @@ from app.layer_params import (
     param_fields,
     stray_params,
 )
+from app.refusal import RefusalLabel
 from engine.fillers import filler_types
 from engine.layers import layer_types
 from proto import caffe_pb2
@@ -65,12 +66,7 @@ class Inspector(QWidget):
             no_reset=frozenset({"LayerParameter.name", "LayerParameter.type", "NetParameter.name"}),
         )
         self.header = LayerHeader(self)
-        self.message = QLabel(self)
-        self.message.setObjectName("inspectorMessage")
-        self.message.setWordWrap(True)
-        self.message.hide()
-        self._hide_message = QTimer(self, singleShot=True, interval=8000)
-        self._hide_message.timeout.connect(self.message.hide)
+        self.message = RefusalLabel(self)
         self.scroll = QScrollArea(self)
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -198,9 +194,7 @@ class Inspector(QWidget):
         self.message.hide()
 
     def _refuse(self, message: str) -> None:
-        self.message.setText(f"⚠  Not applied: {message}")
-        self.message.show()
-        self._hide_message.start()
+        self.message.refuse(message)
         self.refused.emit(message)
         QTimer.singleShot(0, self.refresh)  # after the widget that refused has finished its signal
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tiny_net import NET
 
 from app.commands import (
     AddLayer,
@@ -28,29 +29,6 @@ from app.history import History
 from app.layer_defaults import default_layer, unique_name
 from proto import caffe_pb2
 from proto.errors import FormatError
-
-NET = """\
-# a tiny net, with a comment that must survive
-name: "tiny"
-layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 1 dim: 8 dim: 8 } } }
-layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
-        convolution_param { num_output: 4 kernel_size: 3 } }
-layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
-"""
-
-
-@pytest.fixture
-def doc(tmp_path) -> Document:
-    path = tmp_path / "tiny.prototxt"
-    path.write_text(NET)
-    doc = Document()
-    doc.open_net(path)
-    return doc
-
-
-@pytest.fixture
-def history(doc) -> History:
-    return History(doc)
 
 
 @pytest.fixture

@@ -5,34 +5,10 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
+from tiny_net import NET
 
 from app.commands import SetLayerField
-from app.document import Document
-from app.history import History
 from app.prototxt_editor import PrototxtEditor
-
-NET = """\
-# a tiny net, with a comment that must survive
-name: "tiny"
-layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 1 dim: 8 dim: 8 } } }
-layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
-        convolution_param { num_output: 4 kernel_size: 3 } }
-layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
-"""
-
-
-@pytest.fixture
-def doc(tmp_path) -> Document:
-    path = tmp_path / "tiny.prototxt"
-    path.write_text(NET)
-    doc = Document()
-    doc.open_net(path)
-    return doc
-
-
-@pytest.fixture
-def history(doc) -> History:
-    return History(doc)
 
 
 @pytest.fixture

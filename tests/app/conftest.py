@@ -1,0 +1,23 @@
+"""Fixtures of the app tests: a document opened on the tiny net, and its Qt-free history."""
+
+from __future__ import annotations
+
+import pytest
+from tiny_net import NET
+
+from app.document import Document
+from app.history import History
+
+
+@pytest.fixture
+def doc(tmp_path) -> Document:
+    path = tmp_path / "tiny.prototxt"
+    path.write_text(NET)
+    doc = Document()
+    doc.open_net(path)
+    return doc
+
+
+@pytest.fixture
+def history(doc) -> History:
+    return History(doc)
