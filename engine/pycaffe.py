@@ -4,6 +4,10 @@ The wrappers hold an engine Net and present it as pycaffe does: ``net.blobs`` an
 as ordered dicts of blobs whose ``.data`` / ``.diff`` are writable numpy arrays, ``forward`` and
 ``backward`` taking and returning dicts of arrays, and the underscore methods pycaffe.py builds on.
 
+``Layer`` is the base class of Python layers (``type: "Python"``, engine/layers/python_layer.py):
+a script subclasses it, and ``net.layers`` holds the script's objects for those layers and
+views (same surface) for the built-in ones.
+
 On the GPU backend the numpy arrays handed out are host mirrors, kept in step as Caffe's
 SyncedMemory keeps them: every mirror a script has touched is copied to the device before the
 engine runs and refreshed in place afterwards, so a reference kept across calls stays valid.
@@ -11,9 +15,10 @@ engine runs and refreshed in place afterwards, so a reference kept across calls 
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -22,6 +27,7 @@ from engine import net as core
 from engine.blob import Blob as CoreBlob
 from engine.errors import EngineError
 from engine.layers import Layer as CoreLayer
+from engine.layers.python_layer import PythonLayer
 from proto import caffe_pb2
 
 TRAIN = caffe_pb2.TRAIN
@@ -31,8 +37,9 @@ TEST = caffe_pb2.TEST
 class _Mirrors:
     """Host copies of device blobs handed to Python code (empty on the CPU backend)."""
 
-    def __init__(self) -> None:
+    def __init__(self, children: Sequence[_Mirrors] = ()) -> None:
         self._arrays: dict[tuple[int, str], tuple[CoreBlob, np.ndarray]] = {}
+        self.children = list(children)  # synced with these (the Python layers' parameter copies)
 
     def host(self, blob: CoreBlob, field: str) -> np.ndarray:
         device = getattr(blob, field)
@@ -51,6 +58,8 @@ class _Mirrors:
             device = getattr(blob, field)
             if device.shape == host.shape:
                 device.set(host) if hasattr(device, "set") else device.__setitem__(Ellipsis, host)
+        for child in self.children:
+            child.push()
 
     def pull(self) -> None:
         """Refresh every handed-out host array in place from the device."""
@@ -60,6 +69,12 @@ class _Mirrors:
                 host[...] = backend.to_host(device)
             else:
                 del self._arrays[(id(blob), field)]
+        for child in self.children:
+            child.pull()
+
+    def clear(self) -> None:
+        """Forget every host copy (the blobs moved to another array module)."""
+        self._arrays.clear()
 
 
 class Blob:
@@ -97,30 +112,146 @@ class Blob:
         return f"<Blob {self.shape}>"
 
 
-class Layer:
-    """A layer as pycaffe shows it: its type, phase and parameter blobs."""
+def _core_blobs(blobs: Sequence[Blob]) -> list[CoreBlob]:
+    return [b._blob for b in blobs]
 
-    def __init__(self, layer: CoreLayer, mirrors: _Mirrors) -> None:
-        self._layer = layer
+
+class BlobVec(Sequence[Blob]):
+    """A layer's learnable blobs, as pycaffe's BlobVec: indexing, len, iteration and add_blob."""
+
+    def __init__(self, owner: CoreLayer, mirrors: _Mirrors) -> None:
+        self._owner = owner  # read `blobs` on each access: a layer may replace its list
         self._mirrors = mirrors
+
+    def __len__(self) -> int:
+        return len(self._owner.blobs)
+
+    @overload
+    def __getitem__(self, index: int) -> Blob: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Blob]: ...
+
+    def __getitem__(self, index: int | slice) -> Blob | list[Blob]:
+        if isinstance(index, slice):
+            return [Blob(b, self._mirrors) for b in self._owner.blobs[index]]
+        return Blob(self._owner.blobs[index], self._mirrors)
+
+    def add_blob(self, *shape: int) -> None:
+        """Append a zero-filled blob of this shape (ints given one by one, as pycaffe takes them)."""
+        self._owner.blobs.append(self._owner.new_blob(tuple(int(s) for s in shape)))
+
+    def __repr__(self) -> str:
+        return f"<BlobVec of {len(self)}: {', '.join(str(b.shape) for b in self)}>"
+
+
+class Layer:
+    """pycaffe's Layer, and the base class of Python layers.
+
+    Subclass it and name the subclass in a ``type: "Python"`` layer's ``python_param``::
+
+        class TimesTen(caffe.Layer):
+            def setup(self, bottom, top): ...          # read self.param_str; self.blobs.add_blob(...)
+            def reshape(self, bottom, top): top[0].reshape(*bottom[0].data.shape)
+            def forward(self, bottom, top): top[0].data[...] = 10 * bottom[0].data
+            def backward(self, top, propagate_down, bottom): bottom[0].diff[...] = 10 * top[0].diff
+
+    The net makes the object with the LayerParameter; before ``setup`` it sets ``self.param_str``
+    (python_param.param_str) and ``self.phase`` (TRAIN or TEST). ``self.blobs`` holds its
+    learnable parameters; ``type`` reads "Python".
+    """
+
+    _core: CoreLayer
+    _blobvec: BlobVec
+    phase: int
+    param_str: str
+
+    def __init__(self, param: caffe_pb2.LayerParameter | None = None) -> None:
+        if "_core" in self.__dict__:  # made by a net's Python layer, already attached to it
+            return
+        layer_param = caffe_pb2.LayerParameter(type="Python")  # made by hand: storage of its own
+        if param is not None:
+            layer_param.CopyFrom(param)
+        PythonLayer(layer_param, impl=self)
+        self.param_str = layer_param.python_param.param_str
+        self.phase = int(layer_param.phase)
+
+    def _attach(self, core: CoreLayer, mirrors: _Mirrors) -> None:
+        self._core = core
+        self._blobvec = BlobVec(core, mirrors)
 
     @property
     def type(self) -> str:
-        return self._layer.type
+        return self._core.type
 
     @property
-    def phase(self) -> int:
-        return self._layer.phase
+    def blobs(self) -> BlobVec:
+        return self._blobvec
 
     @property
-    def blobs(self) -> list[Blob]:
-        return [Blob(b, self._mirrors) for b in self._layer.blobs]
-
-    def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
-        self._layer.reshape([b._blob for b in bottom], [t._blob for t in top])
+    def param_propagate_down(self) -> list[bool]:
+        """Whether each blob of ``blobs`` wants a gradient (its lr_mult is not 0); set by the net."""
+        return list(self._core.param_propagate_down)
 
     def setup(self, bottom: list[Blob], top: list[Blob]) -> None:
-        self._layer.setup([b._blob for b in bottom], [t._blob for t in top])
+        """Read ``self.param_str``, check the bottoms, create ``self.blobs``; by default nothing."""
+
+    def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define reshape(bottom, top) to shape its tops")
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define forward(bottom, top)")
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        """By default no gradient: an error only if one is wanted."""
+        if any(propagate_down):
+            raise NotImplementedError(
+                f"{type(self).__name__} must define backward(top, propagate_down, bottom) to backpropagate"
+            )
+
+
+class _LayerView(Layer):
+    """A built-in layer in ``net.layers``: type, phase and blobs; setup/reshape run the engine's."""
+
+    def __init__(self, layer: CoreLayer, mirrors: _Mirrors) -> None:
+        self._attach(layer, mirrors)
+        self._mirrors = mirrors
+        self.phase = int(layer.phase)
+
+    def _run(self, action: Callable[[], None]) -> None:
+        self._mirrors.push()
+        try:
+            action()
+        finally:
+            self._mirrors.pull()
+
+    def setup(self, bottom: list[Blob], top: list[Blob]) -> None:
+        self._run(lambda: self._core.layer_setup(_core_blobs(bottom), _core_blobs(top)))
+
+    def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
+        self._run(lambda: self._core.reshape(_core_blobs(bottom), _core_blobs(top)))
+
+    def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        self._run(lambda: self._core.forward(_core_blobs(bottom), _core_blobs(top)))
+
+    def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        self._run(lambda: self._core.backward(_core_blobs(top), list(propagate_down), _core_blobs(bottom)))
+
+    def __repr__(self) -> str:
+        return f"<Layer {self._core.name} ({self.type})>"
+
+
+class _FileError(RuntimeError, FileNotFoundError):
+    """pycaffe's "Could not open file X": a RuntimeError there, and a FileNotFoundError here too."""
+
+
+def _check_file(path: str) -> None:
+    """Fail early, as pycaffe's Net constructor does, on a file that cannot be opened."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError:
+        raise _FileError(f"Could not open file {path}") from None
 
 
 def _read_net_param(path: str) -> caffe_pb2.NetParameter:
@@ -160,6 +291,10 @@ class Net:
                 raise TypeError("Net(network_file, phase, level=0, stages=None, weights=None)")
             if phase not in (TRAIN, TEST):
                 raise TypeError("Net needs a phase: engine.TRAIN or engine.TEST")
+            if not isinstance(network_file, caffe_pb2.NetParameter):
+                _check_file(str(network_file))
+            if weights:
+                _check_file(str(weights))
             param = (
                 network_file
                 if isinstance(network_file, caffe_pb2.NetParameter)
@@ -167,7 +302,13 @@ class Net:
             )
             _core = core.Net(param, phase=phase, level=level, stages=list(stages or []))
         self._net = _core
-        self._mirrors = _Mirrors()
+        python_layers = [layer for layer in _core.layers if isinstance(layer, PythonLayer)]
+        self._mirrors = _Mirrors(children=[layer.param_mirrors for layer in python_layers])
+        # A Python layer is the script's own object; a built-in one gets a view.
+        self._layers: list[Layer] = [
+            layer.impl if isinstance(layer, PythonLayer) else _LayerView(layer, self._mirrors)
+            for layer in _core.layers
+        ]
         self._callbacks: dict[str, list[Callable[[int], None]]] = {
             "before_forward": [],
             "after_forward": [],
@@ -184,7 +325,7 @@ class Net:
 
     @property
     def layers(self) -> list[Layer]:
-        return [Layer(layer, self._mirrors) for layer in self._net.layers]
+        return list(self._layers)
 
     @property
     def _blob_names(self) -> list[str]:
@@ -335,11 +476,11 @@ class Net:
         return OrderedDict(zip(self._layer_names, self.layers))
 
     @property
-    def params(self) -> OrderedDict[str, list[Blob]]:
+    def params(self) -> OrderedDict[str, BlobVec]:
         return OrderedDict(
-            (name, [Blob(b, self._mirrors) for b in layer.blobs])
-            for name, layer in zip(self._net.layer_names, self._net.layers)
-            if layer.blobs
+            (name, layer.blobs)
+            for name, layer in zip(self._layer_names, self._layers)
+            if len(layer.blobs) > 0
         )
 
     @property
@@ -376,7 +517,7 @@ class Net:
         start_ind = self._layer_names.index(start) if start is not None else 0
         if end is not None:
             end_ind = self._layer_names.index(end)
-            outputs = set([end, *extra])
+            outputs = set(self.top_names[end] + extra)  # the tops of layer `end`
         else:
             end_ind = len(self._net.layers) - 1
             outputs = set(self.outputs + extra)
@@ -402,7 +543,7 @@ class Net:
         start_ind = self._layer_names.index(start) if start is not None else len(self._net.layers) - 1
         if end is not None:
             end_ind = self._layer_names.index(end)
-            outputs = set([end, *extra])
+            outputs = set(self.bottom_names[end] + extra)  # the bottoms of layer `end`
         else:
             end_ind = 0
             outputs = set(self.inputs + extra)
@@ -478,6 +619,41 @@ class Net:
     def core(self) -> core.Net:
         """The engine Net underneath (not part of pycaffe)."""
         return self._net
+
+
+class Timer:
+    """pycaffe's Timer: ``start()``, ``stop()`` and ``ms``, the milliseconds from start to stop.
+
+    Starting a running timer or stopping a stopped one does nothing; reading ``ms`` stops a running
+    one; a timer never started reads 0. In GPU mode the device is synchronised at start and stop,
+    so queued kernels count where they were launched.
+    """
+
+    def __init__(self) -> None:
+        self._running = False
+        self._started = 0.0
+        self._stopped = 0.0
+        self._ever_ran = False
+
+    def start(self) -> None:
+        if not self._running:
+            backend.synchronize()
+            self._started = time.perf_counter()
+            self._running = True
+            self._ever_ran = True
+
+    def stop(self) -> None:
+        if self._running:
+            backend.synchronize()
+            self._stopped = time.perf_counter()
+            self._running = False
+
+    @property
+    def ms(self) -> float:
+        if not self._ever_ran:
+            return 0.0
+        self.stop()
+        return (self._stopped - self._started) * 1000.0
 
 
 # --- pycaffe's module-level helpers (multi-GPU and logging switches; one process, one solver here) ---

@@ -23,6 +23,18 @@ class _Callback:
         self.on_gradients_ready = on_gradients_ready
 
 
+class NCCL:
+    """pycaffe's NCCL(solver, uid) as a Caffe built without NCCL has it: it holds nothing and does nothing.
+
+    ``has_nccl()`` is False here (one process runs one solver), so scripts that test it never reach
+    ``new_uid``/``bcast``; ``solver.add_callback(nccl)`` is accepted and adds nothing.
+    """
+
+    def __init__(self, solver: Solver, uid: str) -> None:
+        self.solver = solver
+        self.uid = uid
+
+
 class Solver:
     """A solver as pycaffe shows it; its nets are pycaffe Nets whose arrays stay valid across steps."""
 
@@ -89,7 +101,14 @@ class Solver:
         """Make ``net`` use this solver's train-net weights (pycaffe's share_weights)."""
         net._net.share_trained_layers_with(self._solver.net)
 
-    def add_callback(self, on_start: Callable[[], None], on_gradients_ready: Callable[[], None]) -> None:
+    def add_callback(
+        self, on_start: Callable[[], None] | NCCL, on_gradients_ready: Callable[[], None] | None = None
+    ) -> None:
+        """``add_callback(on_start, on_gradients_ready)``, or pycaffe's ``add_callback(nccl)`` overload."""
+        if isinstance(on_start, NCCL):
+            return
+        if on_gradients_ready is None:
+            raise TypeError("add_callback(on_start, on_gradients_ready) takes two callables, or one NCCL")
         self._solver.callbacks.append(_Callback(on_start, on_gradients_ready))
 
     @property

@@ -229,3 +229,82 @@ def test_caffe_io_is_reachable_as_pycaffe_scripts_reach_it():
     array = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
     proto = caffe.io.array_to_blobproto(array)
     np.testing.assert_array_equal(caffe.io.blobproto_to_array(proto), array)
+
+
+def test_net_layers_views_and_params_as_blobvecs(deploy):
+    net = caffe.Net(deploy, caffe.TEST)
+    conv = net.layer_dict["conv"]
+    assert isinstance(conv, caffe.Layer) and conv.type == "Convolution" and conv.phase == caffe.TEST
+    assert net.layers[1] is conv  # the same view on every access, as pycaffe's LayerVec gives
+    assert len(conv.blobs) == 2 and [b.shape for b in conv.blobs] == [(3, 1, 3, 3), (3,)]
+    assert [b.shape for b in conv.blobs[1:]] == [(3,)] and conv.blobs[-1].count == 3
+    assert net.params["conv"][0].num == 3 and net.params["conv"][0].channels == 1
+    assert net.params["conv"][0].height == 3 and net.params["conv"][0].width == 3
+    conv.blobs[1].data[...] = [1, 2, 3]  # writes through the layer reach the net's params
+    np.testing.assert_array_equal(net.params["conv"][1].data, [1, 2, 3])
+    assert len(net.layer_dict["relu"].blobs) == 0 and "relu" not in net.params
+
+
+def test_missing_files_raise_as_pycaffe_does(deploy, tmp_path):
+    missing = str(tmp_path / "missing.prototxt")
+    with pytest.raises(RuntimeError, match=f"Could not open file {missing}"):
+        caffe.Net(missing, caffe.TEST)
+    with pytest.raises(FileNotFoundError, match="Could not open file .*nope.caffemodel"):
+        caffe.Net(deploy, caffe.TEST, weights=str(tmp_path / "nope.caffemodel"))
+
+
+def test_timer_measures_between_start_and_stop():
+    import time
+
+    from engine.pycaffe import Timer
+
+    timer = Timer()
+    assert timer.ms == 0  # never started
+    timer.start()
+    time.sleep(0.02)
+    timer.stop()
+    first = timer.ms
+    assert 15 <= first < 1000
+    time.sleep(0.01)
+    assert timer.ms == first  # stopped: the reading stays
+    timer.start()
+    time.sleep(0.01)
+    timer.start()  # a second start while running does not restart it
+    assert timer.ms >= 9  # reading stops the running timer
+
+
+def test_nccl_stands_in_as_in_a_caffe_built_without_it(solver_file, tmp_path, monkeypatch):
+    """Multi-GPU scripts guard on has_nccl(); the NCCL object and its add_callback overload still exist."""
+    monkeypatch.chdir(tmp_path)
+    solver = caffe.get_solver(solver_file)
+    assert caffe.has_nccl() is False
+    nccl = caffe.NCCL(solver, "uid")
+    solver.add_callback(nccl)  # pycaffe's second overload: adds nothing here
+    solver.step(1)
+    assert solver.iter == 1
+    with pytest.raises(TypeError, match="two callables"):
+        solver.add_callback(lambda: None)
+
+
+def test_start_end_name_layers_and_return_their_tops_or_bottoms(tmp_path):
+    """pycaffe returns the tops of layer `end` (forward) and the bottoms of layer `end` (backward)."""
+    path = tmp_path / "named.prototxt"
+    path.write_text(
+        """force_backward: true
+        layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 2 dim: 3 } } }
+        layer { name: "ip" type: "InnerProduct" bottom: "x" top: "ip_blob"
+                inner_product_param { num_output: 4 weight_filler { type: "gaussian" std: 1 } } }
+        layer { name: "act" type: "Sigmoid" bottom: "ip_blob" top: "out" }"""
+    )
+    net = caffe.Net(str(path), caffe.TEST)
+    x = np.random.default_rng(2).normal(size=(2, 3)).astype(np.float32)
+    net.blobs["x"].data[...] = x
+    out = net.forward(start="ip", end="ip")
+    assert set(out) == {"ip_blob"}
+    weights, bias = net.params["ip"][0].data, net.params["ip"][1].data
+    np.testing.assert_allclose(out["ip_blob"], x @ weights.T + bias, rtol=1e-5)
+    top_diff = np.random.default_rng(3).normal(size=(2, 4)).astype(np.float32)
+    net.blobs["ip_blob"].diff[...] = top_diff
+    diffs = net.backward(start="ip", end="ip")
+    assert set(diffs) == {"x"}
+    np.testing.assert_allclose(diffs["x"], top_diff @ weights, rtol=1e-5, atol=1e-6)
