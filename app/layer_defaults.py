@@ -45,8 +45,11 @@ _DATA_TOPS = {
     "ImageData": ["data", "label"],
     "HDF5Data": ["data", "label"],
     "MemoryData": ["data", "label"],
+    "WindowData": ["data", "label"],
 }
-_NO_TOPS = {"Silence"}
+_NO_TOPS = {"Silence", "HDF5Output"}
+# Layers with several tops of their own: named after the layer with these endings.
+_TOP_ENDINGS = {"LSTMUnit": ("_c", "_h")}
 
 
 def name_stem(layer_type: str) -> str:
@@ -126,6 +129,9 @@ _FILL: dict[str, Callable[[LayerParameter], None]] = {
     "Deconvolution": _convolution("convolution_param"),
     "InnerProduct": _learnable("inner_product_param", 64),
     "Embed": _embed,
+    "LSTM": _learnable("recurrent_param", 64),
+    "RNN": _learnable("recurrent_param", 64),
+    "HDF5Output": lambda layer: setattr(layer.hdf5_output_param, "file_name", "output.h5"),
     "Pooling": _pooling,
     "LRN": _lrn,
     "Dropout": lambda layer: setattr(layer.dropout_param, "dropout_ratio", 0.5),
@@ -151,6 +157,8 @@ def default_layer(layer_type: str, name: str) -> LayerParameter:
     layer = LayerParameter(name=name, type=layer_type)
     if layer_type in _DATA_TOPS:
         layer.top.extend(_DATA_TOPS[layer_type])
+    elif layer_type in _TOP_ENDINGS:
+        layer.top.extend(name + ending for ending in _TOP_ENDINGS[layer_type])
     elif layer_type not in _NO_TOPS:
         layer.top.append(name)
     fill = _FILL.get(layer_type)

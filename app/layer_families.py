@@ -19,12 +19,17 @@ class Family:
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("data", "Data", ("Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData")),
+    Family(
+        "data",
+        "Data",
+        ("Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData", "WindowData"),
+    ),
     Family(
         "vision",
         "Vision",
         ("Convolution", "Deconvolution", "InnerProduct", "Embed", "Im2col"),
     ),
+    Family("recurrent", "Recurrent", ("LSTM", "RNN", "LSTMUnit")),
     Family("pooling", "Pooling", ("Pooling", "SPP")),
     Family("normalisation", "Normalisation", ("BatchNorm", "Scale", "Bias", "LRN", "MVN")),
     Family(
@@ -64,6 +69,7 @@ FAMILIES: tuple[Family, ...] = (
             "BatchReindex",
             "Parameter",
             "Silence",
+            "Filter",
         ),
     ),
     Family(
@@ -79,8 +85,10 @@ FAMILIES: tuple[Family, ...] = (
             "ContrastiveLoss",
             "InfogainLoss",
             "MultinomialLogisticLoss",
+            "HDF5Output",
         ),
     ),
+    Family("python", "Python", ("Python",)),
 )
 OTHER = Family("other", "Other", ())
 
@@ -94,11 +102,15 @@ DESCRIPTIONS = {
     "HDF5Data": "Datasets from the HDF5 files listed in a text file",
     "MemoryData": "Batches from arrays handed over in memory",
     "DummyData": "Constant or random blobs of a given shape: no data set needed",
+    "WindowData": "Object-detection windows cut from the images of an R-CNN window file",
     "Convolution": "Learned filters slid over the image (conv)",
     "Deconvolution": "Transposed convolution: upsamples with learned filters",
     "InnerProduct": "Fully connected layer: every output sees every input (fc, dense, linear)",
     "Embed": "Looks up a learned vector for each integer id",
     "Im2col": "Unrolls image patches into columns",
+    "LSTM": "Long short-term memory over T timesteps (sequences, with cont flags)",
+    "RNN": "Simple recurrent layer: tanh hidden state and tanh output",
+    "LSTMUnit": "One LSTM timestep: the cell and hidden update",
     "Pooling": "Max, average or stochastic pooling over windows",
     "SPP": "Spatial pyramid pooling to a fixed-length output",
     "BatchNorm": "Normalises each channel by batch statistics",
@@ -133,6 +145,9 @@ DESCRIPTIONS = {
     "BatchReindex": "Reorders the batch by given indices",
     "Parameter": "Outputs a learned blob of a given shape",
     "Silence": "Swallows blobs nobody reads",
+    "Filter": "Keeps the batch items whose selector is non-zero",
+    "HDF5Output": "Writes its two bottoms to an HDF5 file as data and label",
+    "Python": "Runs a Python class of yours (python_param module / layer / param_str)",
     "SoftmaxWithLoss": "Softmax then multinomial logistic loss: classification",
     "Softmax": "Normalised exponentials: class probabilities",
     "Accuracy": "Fraction of correct top-k predictions (test metric)",
@@ -156,6 +171,9 @@ KEYWORDS = {
     "Concat": "concatenate merge join",
     "SoftmaxWithLoss": "cross entropy classification",
     "Dropout": "regularization",
+    "LSTM": "recurrent sequence rnn memory",
+    "RNN": "recurrent sequence",
+    "Python": "custom user layer script",
 }
 
 

@@ -26,10 +26,10 @@ OTHER = Family("other", "#47505c", "#e5e7eb")
 UNKNOWN = Family("unknown", "#9aa1ab", "#f1f2f4")
 
 _TYPES = {
-    VISION: "Convolution Deconvolution InnerProduct Embed Im2col SPP Crop",
+    VISION: "Convolution Deconvolution InnerProduct Embed Im2col SPP Crop LSTM RNN LSTMUnit",
     NEURON: "ReLU PReLU ELU Sigmoid TanH Dropout AbsVal Power BNLL Exp Log Threshold Clip Swish",
     NORM: "Pooling LRN BatchNorm Scale Bias MVN",
-    MERGE: "Concat Eltwise Slice Split Flatten Reshape Tile BatchReindex Silence",
+    MERGE: "Concat Eltwise Slice Split Flatten Reshape Tile BatchReindex Silence Filter",
     LOSS: "Accuracy Softmax ArgMax Reduction",
 }
 _FAMILY_OF = {t: family for family, types in _TYPES.items() for t in types.split()}
