@@ -101,7 +101,8 @@ def col2im_2d(col: Any, x: Any, kernel: Ints, pad: Ints, stride: Ints, dilation:
 # --- max pooling -----------------------------------------------------------------------------
 def max_pool_forward(x: Any, y: Any, mask: Any, kernel: Ints, stride: Ints, pad: Ints) -> bool:
     """y (N, C, PH, PW): each window's largest value (at least -FLT_MAX, the first in raster order on
-    ties, NaN if it holds one); mask (int32, same shape): its index h W + w, -1 where none was chosen."""
+    ties, NaN passed over as Caffe's ``>`` does); mask (int32, same shape): its index h W + w, -1
+    where none was chosen."""
     if (
         not enabled(x, y, mask)
         or not _floating(x, y)

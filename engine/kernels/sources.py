@@ -81,16 +81,14 @@ extern "C" __global__ void max_pool_forward(
     hs = max(hs, 0);
     ws = max(ws, 0);
     const T* image = x + t * H * W;
-    T best = T(LOWEST_FLOAT);
+    T best = T(LOWEST_FLOAT);  // as Caffe: only a strictly greater value takes over (never NaN)
     int chosen = -1;
-    bool nan = false;
-    for (int h = hs; h < he && !nan; ++h) {
+    for (int h = hs; h < he; ++h) {
       for (int w = ws; w < we; ++w) {
         const T v = image[h * W + w];
-        if (v > best || v != v) {
+        if (v > best) {
           best = v;
           chosen = h * W + w;
-          if (v != v) { nan = true; break; }
         }
       }
     }

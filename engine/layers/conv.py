@@ -2,7 +2,9 @@
 
 Shapes (axis = 1 by default; axes before it are batch axes, the rest spatial, 1-D, 2-D or N-D):
   Convolution:   (N, C, *in) -> (N, num_output, *out), out = floor((in + 2 pad - extent) / stride) + 1,
-                 extent = dilation (k - 1) + 1; weight (num_output, C / group, *kernel), bias (num_output,).
+                 extent = dilation (k - 1) + 1 (1 where the extent passes the padded input by less than
+                 the stride, as C++ division gives; see far_padding); weight (num_output, C / group,
+                 *kernel), bias (num_output,).
   Deconvolution: (N, C, *in) -> (N, num_output, *out), out = stride (in - 1) + extent - 2 pad;
                  weight (C, num_output / group, *kernel).
 Both are written in the "convolution view": a convolution from a conv input with conv_in channels to a
@@ -84,6 +86,28 @@ def spatial_geometry(layer: Layer, num_spatial: int) -> tuple[tuple[int, ...], .
     return kernel, stride, pad, dilation
 
 
+def far_padding(
+    layer: Layer, spatial: tuple[int, ...], kernel: Any, pad: Any, stride: Any, dilation: Any
+) -> tuple[int, ...]:
+    """Zeros to add after a convolution's input per spatial axis, so that its windows fit.
+
+    Caffe's output size (in + 2 pad - extent) / stride + 1 divides as C++ does, truncating toward
+    zero: an extent beyond the padded input by less than the stride still gives one output, whose
+    window reads 0 past the input (Caffe's im2col skips positions outside the image), which is the
+    input extended by zeros. An extent beyond it by the stride or more gives no output: an error.
+    """
+    far = []
+    for i, k, p, s, d in zip(spatial, kernel, pad, stride, dilation):
+        short = d * (k - 1) + 1 - (i + 2 * p)
+        if short >= s:
+            raise layer.error(
+                f"kernel extent {d * (k - 1) + 1} exceeds the padded input size {i + 2 * p} by the "
+                f"stride {s} or more: no output"
+            )
+        far.append(max(0, short))
+    return tuple(far)
+
+
 class BaseConvolutionLayer(Layer):
     min_bottom = 1
     min_top = 1
@@ -148,14 +172,21 @@ class BaseConvolutionLayer(Layer):
         out_spatial = self.output_shape(in_spatial)
         for blob in top:
             blob.reshape((*bottom[0].shape[:axis], self.num_output, *out_spatial))
+        far = self.far_padding(in_spatial)
+        self.extended = any(far)
+        in_view = tuple(i + f for i, f in zip(in_spatial, far))
         # The convolution view: conv input -> conv output, whichever of bottom/top they are.
         self.conv_in, self.conv_out = (
-            (out_spatial, in_spatial) if self.reverse_dimensions else (in_spatial, out_spatial)
+            (out_spatial, in_spatial) if self.reverse_dimensions else (in_view, out_spatial)
         )
         self.choose_layout(bottom[0])
 
     def output_shape(self, spatial: tuple[int, ...]) -> tuple[int, ...]:
         raise NotImplementedError
+
+    def far_padding(self, spatial: tuple[int, ...]) -> tuple[int, ...]:
+        """Zeros to add after the input on each spatial axis so that the last window fits (Convolution)."""
+        return (0,) * len(spatial)
 
     # --- the convolution view's matrices ------------------------------------------------------
     # Columns come in one of two layouts (see engine.layers.im2col): per image (N, G, CK, P), whose
@@ -373,20 +404,38 @@ class BaseConvolutionLayer(Layer):
 
 @register_layer("Convolution")
 class ConvolutionLayer(BaseConvolutionLayer):
+    """A kernel extent that exceeds the padded input by less than the stride still gives one output,
+    as Caffe's integer division (truncating toward zero) does: its window reads zeros past the input
+    (Caffe's im2col skips positions outside the image). Here the input is then extended by zeros on
+    the far side (``far_padding``), and the data gradient cropped back."""
+
     def output_shape(self, spatial: tuple[int, ...]) -> tuple[int, ...]:
-        for i, k, p, d in zip(spatial, self.kernel, self.pad, self.dilation):
-            if i + 2 * p < d * (k - 1) + 1:
-                raise self.error(f"kernel extent {d * (k - 1) + 1} exceeds the padded input size {i + 2 * p}")
-        return conv_output_shape(spatial, self.kernel, self.pad, self.stride, self.dilation)
+        far = far_padding(self, spatial, self.kernel, self.pad, self.stride, self.dilation)
+        wide = tuple(i + f for i, f in zip(spatial, far))
+        return conv_output_shape(wide, self.kernel, self.pad, self.stride, self.dilation)
+
+    def far_padding(self, spatial: tuple[int, ...]) -> tuple[int, ...]:
+        return far_padding(self, spatial, self.kernel, self.pad, self.stride, self.dilation)
+
+    def conv_input(self, blob: Blob) -> Any:
+        """The bottom's data as the conv input: with far padding, copied into a larger zero array."""
+        x = self.batch(blob)
+        if not self.extended:
+            return x
+        ws = self.workspace
+        wide = ws.get("extended", (*x.shape[:2], *self.conv_in), self.dtype, self.xp, zeros=True)
+        wide[(..., *(slice(0, n) for n in x.shape[2:]))] = x  # the zeros after it are never written
+        return wide
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         for i, (b, t) in enumerate(zip(bottom, top)):
             name, y = f"col{i}", self.batch(t)
+            x = self.conv_input(b)
             if self.per_image and parallel.splitting():  # each range's GEMM right after its columns
                 w = self.folded_weights() if self.fold else self.weights()  # once, not per thread
-                col = self.cols(self.batch(b), name, functools.partial(self.convolve_images, w, y))
+                col = self.cols(x, name, functools.partial(self.convolve_images, w, y))
             else:
-                col = self.cols(self.batch(b), name)
+                col = self.cols(x, name)
                 self.convolve(col, y)
             # The weight gradient needs these columns again: keep them when the workspace does.
             self.kept_cols[i] = (b.data, col) if self.workspace.kept(name, col) else (None, None)
@@ -400,11 +449,13 @@ class ConvolutionLayer(BaseConvolutionLayer):
             if not (down or self.param_propagate_down[0]):
                 continue
             dy, dx = self.matrix(self.batch(t, data=False)), self.batch(b, data=False)
+            if self.extended:  # the data gradient of the extended input, cropped at the end
+                dx = self.workspace.get("extended_diff", (*dx.shape[:2], *self.conv_in), self.dtype, self.xp)
             learn = self.param_propagate_down[0]
             if learn:
                 source, col = self.kept_cols.get(i, (None, None))
                 if source is not b.data:  # no forward since the last reshape, or a new bottom array
-                    col = self.cols(self.batch(b), f"col{i}")
+                    col = self.cols(self.conv_input(b), f"col{i}")
             # The weight and data gradients share only inputs: on the CPU they run side by side, and
             # with span columns (one group) each splits into ranges of rows / input channels, a
             # share of both per thread. Scratch arrays are made first, not by racing threads.
@@ -421,6 +472,9 @@ class ConvolutionLayer(BaseConvolutionLayer):
                 if down:
                     tasks.append(functools.partial(self.convolve_transposed, dy, dx, (k, parts)))
             parallel.together(*tasks, work=work)
+            if down and self.extended:
+                bottom_diff = self.batch(b, data=False)
+                bottom_diff[...] = dx[(..., *(slice(0, n) for n in bottom_diff.shape[2:]))]
 
 
 @register_layer("Deconvolution")

@@ -56,12 +56,16 @@ class EltwiseLayer(Layer):
             for c, blob in zip(self.coeffs[1:], bottom[1:]):
                 out += blob.data * c if c != 1 else blob.data
         elif self.op == Op.MAX:
+            # Caffe's comparisons, not xp.maximum: bottom 0 wins only when greater, a later bottom only
+            # when greater than the running max (so a NaN never wins unless it comes first in 0 vs 1).
             a, b = bottom[0].data, bottom[1].data
-            self.max_idx = xp.logical_not(a > b).astype(xp.int32)  # bottom 0 wins only when greater
-            out = xp.maximum(a, b)
+            first = a > b
+            self.max_idx = xp.logical_not(first).astype(xp.int32)
+            out = xp.where(first, a, b)
             for k, blob in enumerate(bottom[2:], 2):
-                xp.copyto(self.max_idx, k, where=blob.data > out)
-                xp.maximum(out, blob.data, out=out)
+                greater = blob.data > out
+                xp.copyto(self.max_idx, k, where=greater)
+                xp.copyto(out, blob.data, where=greater)
         else:
             raise self.error(f"unknown operation {self.op}")
         top[0].data[...] = out

@@ -26,7 +26,7 @@ class FlattenLayer(Layer):
             start, end = src.canonical_axis_index(p.axis), src.canonical_axis_index(p.end_axis)
         except ValueError as exc:
             raise self.error(str(exc)) from None
-        if end < start:
+        if end < start - 1:  # end_axis = axis - 1 is Caffe's empty product: a new axis of size 1
             raise self.error(
                 f"end_axis {p.end_axis} comes before axis {p.axis} for a {src.num_axes}-D bottom"
             )

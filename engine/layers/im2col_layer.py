@@ -1,8 +1,9 @@
 """Im2col: the columns a convolution multiplies, as a layer (Caffe's Im2colLayer).
 
-Shapes: (N, C, *in) -> (N, C prod(kernel), *out), out = floor((in + 2 pad - extent) / stride) + 1 as
-for Convolution, whose kernel/pad/stride/dilation fields (and axis) it reads; output channel
-c prod(kernel) + k holds input channel c at kernel offset k (raster order) for every output position.
+Shapes: (N, C, *in) -> (N, C prod(kernel), *out), out = floor((in + 2 pad - extent) / stride) + 1 (or 1;
+see engine.layers.conv.far_padding) as for Convolution, whose kernel/pad/stride/dilation fields (and
+axis) it reads; output channel c prod(kernel) + k holds input channel c at kernel offset k (raster
+order) for every output position.
 Gradient: col2im, each column entry added back to the pixel it was copied from.
 """
 
@@ -12,7 +13,7 @@ import math
 
 from engine.blob import Blob, shape_string
 from engine.layers.base import Layer
-from engine.layers.conv import spatial_geometry
+from engine.layers.conv import far_padding, spatial_geometry
 from engine.layers.im2col import batch_first, col2im, conv_output_shape, im2col
 from engine.layers.registry import register_layer
 
@@ -37,15 +38,19 @@ class Im2colLayer(Layer):
         if len(shape) != axis + 1 + self.num_spatial:
             raise self.error(f"bottom num_axes may not change, got {shape_string(shape)}")
         self.spatial = shape[axis + 1 :]
-        for i, k, p, d in zip(self.spatial, self.kernel, self.pad, self.dilation):
-            if i + 2 * p < d * (k - 1) + 1:
-                raise self.error(f"kernel extent {d * (k - 1) + 1} exceeds the padded input size {i + 2 * p}")
-        self.out = conv_output_shape(self.spatial, self.kernel, self.pad, self.stride, self.dilation)
+        # An extent past the padded input by less than the stride: the input extended by zeros, as Caffe.
+        far = far_padding(self, self.spatial, self.kernel, self.pad, self.stride, self.dilation)
+        self.wide = tuple(i + f for i, f in zip(self.spatial, far))
+        self.out = conv_output_shape(self.wide, self.kernel, self.pad, self.stride, self.dilation)
         self.num, self.channels = bottom[0].count(0, axis), shape[axis]
         top[0].reshape((*shape[:axis], self.channels * math.prod(self.kernel), *self.out))
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         x = bottom[0].data.reshape(self.num, self.channels, *self.spatial)
+        if self.wide != self.spatial:
+            wide = self.xp.zeros((self.num, self.channels, *self.wide), self.dtype)
+            wide[(..., *(slice(0, n) for n in self.spatial))] = x
+            x = wide
         col = im2col(x, self.kernel, self.pad, self.stride, self.dilation)
         top[0].data.reshape(self.num, -1, *self.out)[...] = batch_first(col.reshape(-1, *self.out, self.num))
 
@@ -54,5 +59,6 @@ class Im2colLayer(Layer):
             return
         dy = top[0].diff.reshape(self.num, -1, *self.out)
         col = self.xp.moveaxis(dy, 0, -1).reshape(self.channels, *self.kernel, *self.out, self.num)
-        dx = col2im(col, self.spatial, self.kernel, self.pad, self.stride, self.dilation)
-        bottom[0].diff.reshape(self.num, self.channels, *self.spatial)[...] = dx
+        dx = col2im(col, self.wide, self.kernel, self.pad, self.stride, self.dilation)
+        crop = (..., *(slice(0, n) for n in self.spatial))
+        bottom[0].diff.reshape(self.num, self.channels, *self.spatial)[...] = dx[crop]

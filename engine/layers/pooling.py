@@ -1,12 +1,15 @@
 """Pooling: MAX, AVE or STOCHASTIC over 2-D windows, as Caffe's PoolingLayer.
 
 Shapes: (N, C, H, W) -> (N, C, PH, PW), PH = round((H + 2 pad_h - kernel_h) / stride_h) + 1 with round
-= ceil (CEIL, the default) or floor (FLOOR); with padding, a last window that would start in the
-padding is dropped. Window (ph, pw) covers rows ph stride_h - pad_h .. + kernel_h, clipped to the image.
-  MAX: the largest value (the first one in raster order on ties); the optional second top holds its
-       index h W + w as a float. dE/dx goes to that element.
+= ceil (CEIL, the default) or floor (FLOOR); with padding on either axis, a last window that would
+start past the image (in the padding after it) is dropped, on both axes. Window (ph, pw) covers rows
+ph stride_h - pad_h .. + kernel_h, clipped to the image.
+  MAX: the largest value, from -FLT_MAX, as Caffe's loop: the first one in raster order on ties, NaN
+       passed over; the optional second top holds its index h W + w as a float (-1: none). dE/dx goes
+       to that element.
   AVE: the sum over the clipped window divided by the window's size clipped to the *padded* image
-       (Caffe's pad-aware divisor); dE/dx spreads dE/dy / size over the window.
+       (Caffe's pad-aware divisor; 0 / 0 = NaN for a window wholly past an unpadded image); dE/dx
+       spreads dE/dy / size over the window.
   STOCHASTIC (no padding): TRAIN picks one element with probability x / sum(window) (inputs are taken as
        non-negative) and passes the gradient to it; TEST outputs sum(x^2) / sum(x).
 In general the windows are gathered as patches (K, N, C, PH, PW) and reduced over K: a reshape when the
@@ -54,7 +57,9 @@ class PoolingLayer(Layer):
                 raise self.error("with global_pooling: true, filter size cannot be specified")
             self.kernel: tuple[int, ...] = (0, 0)  # set from the bottom in reshape
         else:
-            if has("kernel_size") and (has("kernel_h") or has("kernel_w")):
+            # Caffe's test: kernel_size, or both kernel_h and kernel_w, but not both ways (a lone
+            # kernel_h beside kernel_size is ignored, as there).
+            if has("kernel_size") and has("kernel_h") and has("kernel_w"):
                 raise self.error("filter size is kernel_size OR kernel_h and kernel_w; not both")
             if not has("kernel_size") and not (has("kernel_h") and has("kernel_w")):
                 raise self.error("needs kernel_size, or both kernel_h and kernel_w (or global_pooling)")
@@ -88,10 +93,13 @@ class PoolingLayer(Layer):
             self.kernel = self.size
         round_ = math.ceil if self.param.pooling_param.round_mode == P.CEIL else math.floor
         pooled = []
+        padded = any(self.pad)
         for size, k, p, s in zip(self.size, self.kernel, self.pad, self.stride):
             n = int(round_((size + 2 * p - k) / s)) + 1
-            if p and (n - 1) * s >= size + p:
-                n -= 1  # the last window must start inside the image, not in the padding
+            # With any padding (on either axis, as Caffe tests pad_h || pad_w), the last window must
+            # start inside the image (or its padding before), not past it.
+            if padded and (n - 1) * s >= size + p:
+                n -= 1
             if n <= 0:
                 raise self.error(
                     f"kernel {self.kernel} does not fit the padded input {shape_string(bottom[0].shape)}"
@@ -108,9 +116,9 @@ class PoolingLayer(Layer):
             for size, n, k, p, s in zip(self.size, self.pooled, self.kernel, self.pad, self.stride):
                 start = np.arange(n) * s - p
                 sizes.append(np.minimum(start + k, size + p) - start)
-            # A window past the image (stride > kernel) has size 0: 0/0 in Caffe, 0 here.
-            divisor = np.maximum(np.outer(*sizes), 1)
-            self.divisor = self.xp.asarray(divisor.astype(self.dtype))
+            # A window past the image (stride > kernel, no padding) has a size of 0 or less: its sum
+            # is 0 and Caffe's 0 / 0 gives NaN (0 / negative gives -0), kept here.
+            self.divisor = self.xp.asarray(np.outer(*sizes).astype(self.dtype))
 
     # --- windows as patches ------------------------------------------------------------------
     def framed(self, x: Any, fill: float) -> Any:
@@ -179,17 +187,21 @@ class PoolingLayer(Layer):
                 self.staged_max(x, y)
                 return
             values = self.patches(self.framed(x, -np.inf))
-            best = values.max(axis=0)
-            # Caffe starts from -FLT_MAX and keeps the first strictly greater value: no choice below that.
+            # Caffe starts from -FLT_MAX and keeps the first strictly greater value: no choice below
+            # that, and a NaN (never greater) is passed over; fmax ignores NaN as that does.
+            best = xp.fmax(values[0], LOWEST)
+            for i in range(1, len(values)):
+                xp.fmax(best, values[i], out=best)
             self.choice = xp.full(y.shape, -1, np.int32)
             for i in reversed(range(len(values))):  # the first maximum wins (numpy's argmax(axis=0) is slow)
                 self.choice = xp.where(values[i] == best, i, self.choice)
             self.choice = xp.where(best > LOWEST, self.choice, -1)
-            xp.maximum(best, LOWEST, out=y)
+            y[...] = best
             if len(top) > 1:
                 top[1].data[...] = self.mask()
         elif self.method == P.AVE:
-            xp.divide(self.patches(self.framed(x, 0)).sum(axis=0), self.divisor, out=y)
+            with np.errstate(invalid="ignore", divide="ignore"):  # Caffe's 0 / 0 of empty windows
+                xp.divide(self.patches(self.framed(x, 0)).sum(axis=0), self.divisor, out=y)
         elif self.phase == caffe_pb2.TRAIN:  # STOCHASTIC: draw one element by its share of the window's sum
             values = self.patches(self.framed(x, 0))
             cumulative = xp.cumsum(values, axis=0)
@@ -209,7 +221,9 @@ class PoolingLayer(Layer):
         xp, dy = self.xp, top[0].diff
         if self.method == P.AVE:
             k = self.kernel[0] * self.kernel[1]
-            self.unpatch(xp.broadcast_to(dy / self.divisor, (k, *dy.shape)), bottom[0])
+            with np.errstate(invalid="ignore", divide="ignore"):  # empty windows reach no pixel
+                share = dy / self.divisor
+            self.unpatch(xp.broadcast_to(share, (k, *dy.shape)), bottom[0])
         elif self.method == P.MAX and self.fast == "kernel":
             kernels.max_pool_backward(dy, self.index, bottom[0].diff, self.kernel, self.stride, self.pad)
         elif self.method == P.MAX and self.fast == "staged":
@@ -230,9 +244,9 @@ class PoolingLayer(Layer):
 
     def staged_max(self, x: Any, y: Any) -> None:
         """Max over windows that tile the frame, as two tournaments: along each window row (kw values),
-        then down the kh row maxima. Strict ``>`` keeps the first maximum in raster order, as Caffe;
-        each stage keeps its choices (int8) for backward. No patch array, no index array. Images are
-        independent: on the CPU, slices of the batch run on engine.parallel's threads."""
+        then down the kh row maxima. Strict ``>`` keeps the first maximum in raster order and passes
+        NaN over, as Caffe; each stage keeps its choices (int8) for backward. No patch array, no index
+        array. Images are independent: on the CPU, slices of the batch run on engine.parallel's threads."""
         xp = self.xp
         (kh, kw), pw = self.kernel, self.pooled[1]
         n, c = x.shape[:2]
@@ -247,8 +261,7 @@ class PoolingLayer(Layer):
             rows = row_max[part].reshape(-1, kh, pw).swapaxes(0, 1)
             best = y[part]
             self.tournament(rows, down, best.reshape(-1, pw), part)
-            xp.maximum(best, LOWEST, out=best)  # Caffe's start value: a window of -inf gives -FLT_MAX ...
-            xp.greater(best, LOWEST, out=self.live[part])
+            xp.greater(best, LOWEST, out=self.live[part])  # a window of -inf / NaN gives -FLT_MAX ...
 
         parallel.run(images, n, xp, parallel.grain(x[0].size))
 
@@ -291,24 +304,25 @@ class PoolingLayer(Layer):
         return name
 
     def tournament(self, candidates: Any, stage: str, best: Any, part: slice) -> None:
-        """best = the max over the first axis of ``candidates`` (K, ...), NaN if any is NaN; which one
-        was the first maximum goes to the stage's choice, for the images in ``part``."""
+        """best = Caffe's max over the first axis of ``candidates`` (K, ...): from -FLT_MAX, each value
+        strictly greater takes over, so NaN never does (fmax skips it); which one was the first maximum
+        goes to the stage's choice (0 where none beat -FLT_MAX), for the images in ``part``."""
         xp = self.xp
         count = len(candidates)
+        xp.fmax(candidates[0], LOWEST, out=best)
         if count == 1:
-            xp.copyto(best, candidates[0])
             return
         choice = self.choices[stage][part].reshape(best.shape)
         greater = choice if count == 2 else self.choices[f"greater_{stage}"][part].reshape(best.shape)
-        xp.greater(candidates[1], candidates[0], out=greater)
-        xp.maximum(candidates[0], candidates[1], out=best)
+        xp.greater(candidates[1], best, out=greater)
+        xp.fmax(best, candidates[1], out=best)
         if count == 2:
             return
         choice[...] = greater
         later = self.choices[f"later_{stage}"][part].reshape(best.shape)
         for k in range(2, count):
             xp.greater(candidates[k], best, out=greater)
-            xp.maximum(best, candidates[k], out=best)
+            xp.fmax(best, candidates[k], out=best)
             # where(greater, k, choice) is max(choice, greater * k), as every earlier choice is below k
             # (and much faster than a masked copy)
             xp.maximum(choice, xp.multiply(greater, np.int8(k), out=later), out=choice)

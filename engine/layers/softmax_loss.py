@@ -70,7 +70,10 @@ def class_indices(layer: Layer, labels: Any, num_classes: int, ignore_label: int
 
 def class_geometry(layer: Layer, bottom: list[Blob], axis: int) -> tuple[int, int, int]:
     """(outer, channels, inner) around the class ``axis``; one label per position outside it."""
-    axis = bottom[0].canonical_axis_index(axis)
+    try:
+        axis = bottom[0].canonical_axis_index(axis)
+    except ValueError as exc:
+        raise layer.error(str(exc)) from None
     outer, inner = bottom[0].count(0, axis), bottom[0].count(axis + 1)
     if outer * inner != bottom[1].count():
         raise layer.error(

@@ -255,6 +255,40 @@ def test_parameter_gradients_accumulate_and_respect_propagate_down(xp):
     np.testing.assert_allclose(host(layer.blobs[0].diff), 2 * once[0])
 
 
+@pytest.mark.parametrize(
+    ("fields", "shape", "out", "taps"),
+    [
+        # (2 - 3) / 2 truncates to 0 in C++: one output row and column over the 2 x 2 input
+        ({"num_output": 2, "kernel_size": 3, "stride": 2}, (2, 3, 2, 2), (1, 1), (slice(0, 2), slice(0, 2))),
+        # rows: extent 2 (3 - 1) + 1 = 5 over 3 + 2 = 5 fits; columns: 2 - 5 = -3 > -4 still gives one
+        (
+            {"num_output": 2, "kernel_size": 3, "pad_h": 1, "stride_h": 1, "stride_w": 4, "dilation": 2},
+            (1, 2, 3, 2),
+            (1, 1),
+            None,
+        ),
+    ],
+)
+def test_kernel_past_the_padded_input_by_less_than_the_stride(xp, fields, shape, out, taps):
+    """Caffe's output size is (in + 2 pad - extent) / stride + 1 with C++ division, so an extent beyond
+    the padded input by less than the stride still gives one output; im2col reads 0 past the input."""
+    layer = make_layer(conv_text(**fields), xp)
+    (x,), (y,) = run(layer, shape, xp=xp)
+    assert y.shape == (shape[0], 2, *out)
+    w, b = params(layer)
+    xh = host(x.data)
+    if taps is not None:  # only the kernel taps over the input count
+        want = np.einsum("ocij,ncij->no", w[:, :, taps[0], taps[1]], xh) + b
+        np.testing.assert_allclose(host(y.data)[:, :, 0, 0], want, rtol=1e-12)
+    else:  # rows -1, 1, 3 (pad 1, dilation 2) and column 0 only (columns 2, 4 lie past the input)
+        want = np.einsum("oci,nci->no", w[:, :, 1, 0][:, :, None], xh[:, :, 1, :1]) + b
+        np.testing.assert_allclose(host(y.data)[:, :, 0, 0], want, rtol=1e-12)
+    bottom = [random_blob(shape, xp, seed=8)]
+    GradientChecker(stepsize=1e-3, threshold=1e-3).check(
+        make_layer(conv_text(**fields), xp), bottom, blobs(1, xp)
+    )
+
+
 # --- Caffe's CHECKs --------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "fields, shape, message",
@@ -268,6 +302,7 @@ def test_parameter_gradients_accumulate_and_respect_propagate_down(xp):
         ({"num_output": 2, "kernel_size": 3, "stride": 0}, (1, 3, 5, 5), "nonzero"),
         ({"num_output": 0, "kernel_size": 3}, (1, 3, 5, 5), "num_output"),
         ({"num_output": 2, "kernel_size": 4}, (1, 3, 3, 5), "exceeds"),
+        ({"num_output": 2, "kernel_size": 3, "stride": 2}, (1, 3, 1, 5), "exceeds"),  # (1 - 3) / 2 + 1 = 0
         ({"num_output": 2, "kernel_size": 3, "axis": 4}, (1, 3, 3, 5), "axis"),
     ],
 )

@@ -83,6 +83,24 @@ def test_eltwise_max_ties_follow_caffe(xp):
     assert max_grads([3.0, 2.0, 1.0], xp) == [1.0, 0.0, 0.0]
 
 
+def test_eltwise_max_nan_follows_caffes_comparisons(xp):
+    """Caffe's forward is top = a > b ? a : b, then top = c > top ? c : top: comparisons with NaN are
+    false, so a NaN in bottom 0 loses to bottom 1, a NaN in bottom 1 wins over bottom 0 (and then
+    stays, as nothing compares greater than NaN), and a NaN in a later bottom never wins."""
+
+    def forward(values):
+        bottom = [random_blob((1,), xp) for _ in values]
+        for b, v in zip(bottom, values):
+            b.data[...] = v
+        return float(host(run(eltwise(xp, "operation: MAX", len(values)), bottom, xp)[0].data)[0])
+
+    assert forward([np.nan, 1.0, 0.5]) == 1.0
+    assert np.isnan(forward([1.0, np.nan, 5.0]))
+    assert forward([1.0, 2.0, np.nan]) == 2.0
+    assert max_grads([np.nan, 1.0, 0.5], xp) == [0.0, 1.0, 0.0]
+    assert max_grads([1.0, 2.0, np.nan], xp) == [0.0, 1.0, 0.0]
+
+
 def test_eltwise_max_backward_routes_to_the_winner(xp):
     bottom = three_bottoms(xp)
     layer = eltwise(xp, "operation: MAX")

@@ -80,3 +80,14 @@ def test_caffe_checks():
         run(im2col_text(kernel_size=0), (1, 2, 4, 4))
     with pytest.raises(LayerSetupError, match="exceeds"):
         run(im2col_text(kernel_size=5), (1, 2, 4, 4))
+
+
+def test_kernel_past_the_input_by_less_than_the_stride_reads_zeros(xp):
+    """Caffe: (2 - 3) / 2 + 1 = 1 in C++ division; im2col writes 0 for the taps past the 2 x 2 input."""
+    layer, x, y = run(im2col_text(kernel_size=3, stride=2), (2, 3, 2, 2), xp)
+    assert y.shape == (2, 3 * 9, 1, 1)
+    cols = host(y.data).reshape(2, 3, 3, 3)  # (n, c, kernel row, kernel column)
+    want = np.zeros((2, 3, 3, 3))
+    want[:, :, :2, :2] = host(x.data)
+    np.testing.assert_array_equal(cols, want)
+    GradientChecker().check(layer, [random_blob((2, 3, 2, 2), xp)], blobs(1, xp))

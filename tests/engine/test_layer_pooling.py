@@ -116,6 +116,9 @@ GEOMETRIES = [
     ({"kernel_size": 4, "stride": 3, "pad": 2, "round_mode": "FLOOR"}, (1, 2, 9, 8)),
     ({"global_pooling": "true"}, (2, 3, 4, 5)),
     ({"kernel_size": 3, "stride": 2}, (1, 1, 2, 2)),  # a kernel larger than the image, stride 2
+    # Padding on one axis clips the other's last window too (Caffe tests pad_h || pad_w): rows give
+    # ceil(2 / 3) + 1 = 2, and the second row window, starting at row 3 >= 3 + 0, is dropped.
+    ({"kernel_h": 1, "kernel_w": 3, "stride_h": 3, "stride_w": 1, "pad_h": 0, "pad_w": 1}, (1, 2, 3, 4)),
 ]
 
 
@@ -192,6 +195,42 @@ def test_stochastic_test_phase_weights_values_by_themselves(xp):
     GradientChecker(stepsize=1e-3, threshold=1e-3).check(layer, bottom, blobs(1, xp))
 
 
+@pytest.mark.parametrize(
+    ("fields", "ntop"),
+    [({"kernel_size": 2, "stride": 2}, 1), ({"kernel_size": 2, "stride": 2}, 2), ({"kernel_size": 3}, 1)],
+    ids=["tiled", "tiled-with-mask", "overlapping"],
+)
+def test_max_passes_nan_over_as_caffes_comparison_does(xp, fields, ntop):
+    """Caffe: top = -FLT_MAX, then each value with value > top takes over. NaN is never greater, so a
+    window's NaN is skipped and an all-NaN window gives -FLT_MAX with mask -1 and no gradient."""
+    x = distinct((1, 1, 4, 4))
+    x[0, 0, 0, 0] = np.nan  # beside finite values
+    x[0, 0, 2:, 2:] = np.nan  # a whole 2 x 2 window
+    layer = make_layer(pool_text(**fields), xp)
+    bottom, top = run(layer, x.shape, xp, ntop, x)
+    k = fields["kernel_size"]
+    s = fields.get("stride", 1)
+    rows = (4 - k) // s + 1
+    want = np.empty((rows, rows))
+    chosen = np.full((rows, rows), -1)
+    for i in range(rows):
+        for j in range(rows):
+            best = np.finfo(np.float32).min
+            for h in range(i * s, i * s + k):
+                for w in range(j * s, j * s + k):
+                    if x[0, 0, h, w] > best:
+                        best, chosen[i, j] = x[0, 0, h, w], h * 4 + w
+            want[i, j] = best
+    np.testing.assert_array_equal(host(top[0].data)[0, 0], want)
+    if ntop == 2:
+        np.testing.assert_array_equal(host(top[1].data)[0, 0], chosen)
+    top[0].diff[...] = 1
+    layer.backward(top[:1], [True], [bottom])
+    grad = np.zeros(16)
+    np.add.at(grad, chosen[chosen >= 0], 1)
+    np.testing.assert_array_equal(host(bottom.diff)[0, 0], grad.reshape(4, 4))
+
+
 # --- Caffe's CHECKs --------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "fields, ntop, message",
@@ -216,6 +255,12 @@ def test_caffe_checks(fields, ntop, message):
     assert "'p'" in str(info.value)
 
 
+def test_kernel_size_beside_a_lone_kernel_h_is_accepted():
+    """Caffe refuses kernel_size only beside *both* kernel_h and kernel_w; kernel_size then wins."""
+    _, (y,) = run(make_layer(pool_text(kernel_size=3, kernel_h=2)), (1, 1, 5, 5))
+    assert y.shape == (1, 1, 3, 3)  # kernel 3 (kernel_h 2 would give 4 rows), stride 1, on 5 x 5
+
+
 def test_needs_four_axes():
     with pytest.raises(LayerSetupError, match="4 axes"):
         run(make_layer(pool_text(kernel_size=2)), (2, 3, 4))
@@ -230,7 +275,8 @@ def test_matches_caffe_golden(xp, goldens, case):
 def test_windows_past_the_image_when_stride_exceeds_kernel(xp):
     """kernel 1, stride 2 on 4 rows gives ceil(3/2) + 1 = 3 rows: the last windows hold no pixel.
 
-    Caffe leaves -FLT_MAX there for MAX (and divides 0 by 0 for AVE; here 0); no gradient flows from them.
+    Caffe leaves -FLT_MAX there for MAX and divides 0 by a pool size of 0 for AVE (NaN); no gradient
+    flows from them.
     """
     x = distinct((1, 1, 4, 4))
     for method in ("MAX", "AVE"):
@@ -238,8 +284,11 @@ def test_windows_past_the_image_when_stride_exceeds_kernel(xp):
         bottom, (y,) = run(layer, x.shape, xp, 1, x)
         y_host = host(y.data)[0, 0]
         np.testing.assert_array_equal(y_host[:2, :2], x[0, 0, ::2, ::2])
-        empty = np.finfo(np.float32).min if method == "MAX" else 0
-        assert np.all(y_host[2] == empty) and np.all(y_host[:, 2] == empty)
+        if method == "MAX":
+            empty = np.finfo(np.float32).min
+            assert np.all(y_host[2] == empty) and np.all(y_host[:, 2] == empty)
+        else:
+            assert np.all(np.isnan(y_host[2])) and np.all(np.isnan(y_host[:, 2]))
         y.diff[...] = 1
         layer.backward([y], [True], [bottom])
         want = np.zeros((4, 4))

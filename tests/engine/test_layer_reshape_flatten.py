@@ -27,6 +27,8 @@ def flatten(xp, params: str = ""):
         ("axis: 0 end_axis: -2", (2 * 3 * 6, 5)),
         ("axis: -1", (2, 3, 6, 5)),
         ("axis: 0", (2 * 3 * 6 * 5,)),
+        # end_axis = axis - 1: Caffe's count(2, 2) is the empty product, a new unit axis at 2
+        ("axis: 2 end_axis: 1", (2, 3, 1, 6, 5)),
     ],
 )
 def test_flatten_shapes(xp, params, shape):
@@ -65,7 +67,7 @@ def test_flatten_gradient(xp):
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ("axis: 2 end_axis: 1", "end_axis 1 comes before axis 2"),
+        ("axis: 2 end_axis: 0", "end_axis 0 comes before axis 2"),
         ("axis: 4", "out of range"),
         ("end_axis: -5", "range"),
     ],

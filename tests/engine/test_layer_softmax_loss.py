@@ -207,6 +207,13 @@ def test_shape_mismatch_raises(xp, score_shape, label_shape, message):
         layer.setup(bottom, blobs(1, xp))
 
 
+def test_class_axis_out_of_range_is_a_layer_error(xp):
+    layer = make_layer(layer_text(axis=3), xp=xp)
+    bottom = [Blob((2, 5, 3), np.float64, xp), Blob((2, 3), np.float64, xp)]
+    with pytest.raises(LayerSetupError, match=r"'loss' \(SoftmaxWithLoss\).*axis 3 out of range"):
+        layer.setup(bottom, blobs(1, xp))
+
+
 def test_labels_get_no_gradient(xp):
     scores, labels = scores_and_labels((2, 5), axis=1)
     layer, bottom, top = run(xp, layer_text(), scores, labels)
