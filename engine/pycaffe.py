@@ -260,12 +260,6 @@ def _read_net_param(path: str) -> caffe_pb2.NetParameter:
     return textio.read_net(path)
 
 
-def _read_weights(path: str) -> caffe_pb2.NetParameter:
-    from proto import binaryio
-
-    return binaryio.read_caffemodel(path)
-
-
 class Net:
     """pycaffe's Net: ``Net(model, phase, level=0, stages=None, weights=None)``.
 
@@ -408,10 +402,10 @@ class Net:
         self._run(self._net.clear_param_diffs)
 
     def copy_from(self, filename: str) -> None:
-        if str(filename).endswith((".h5", ".hdf5")):
-            self.load_hdf5(filename)
-            return
-        self._run(lambda: self._net.copy_trained_layers_from(_read_weights(str(filename))))
+        """Caffe's CopyTrainedLayersFrom: HDF5 weights when the file is HDF5, else a binary caffemodel."""
+        from engine.solvers.weights_h5 import copy_trained_layers_from_file
+
+        self._run(lambda: copy_trained_layers_from_file(self._net, str(filename)))
 
     def share_with(self, other: Net) -> None:
         self._run(lambda: self._net.share_trained_layers_with(other._net))
@@ -423,38 +417,16 @@ class Net:
         binaryio.write_caffemodel(str(filename), self._net.to_proto(write_diff=False))
 
     def save_hdf5(self, filename: str) -> None:
-        """Caffe's HDF5 weights: datasets data/LAYER/I (and diff/LAYER/I)."""
-        import h5py
+        """Caffe's Net::ToHDF5 without diffs: datasets data/LAYER/I, shared params by their owner only."""
+        from engine.solvers.weights_h5 import write_net_hdf5
 
         self._mirrors.push()
-        with h5py.File(filename, "w") as f:
-            for name, layer in zip(self._net.layer_names, self._net.layers):
-                for i, blob in enumerate(layer.blobs):
-                    f.create_dataset(f"data/{name}/{i}", data=backend.to_host(blob.data))
-                    f.create_dataset(f"diff/{name}/{i}", data=backend.to_host(blob.diff))
+        write_net_hdf5(self._net, str(filename))
 
     def load_hdf5(self, filename: str) -> None:
-        import h5py
+        from engine.solvers.weights_h5 import copy_trained_layers_from_hdf5
 
-        def load() -> None:
-            with h5py.File(filename, "r") as f:
-                data = f["data"]
-                for name in data:
-                    if not self._net.has_layer(name):
-                        continue
-                    blobs = self._net.layer_by_name(name).blobs
-                    group = data[name]
-                    if len(group) != len(blobs):
-                        raise EngineError(f"Incompatible number of blobs for layer {name} in {filename}")
-                    for i, blob in enumerate(blobs):
-                        values = np.asarray(group[str(i)])
-                        if values.size != blob.count():
-                            raise EngineError(
-                                f"{filename}: blob {name}/{i} has {values.shape}, net has {blob.shape}"
-                            )
-                        blob.data[...] = blob.xp.asarray(values.reshape(blob.shape))
-
-        self._run(load)
+        self._run(lambda: copy_trained_layers_from_hdf5(self._net, str(filename)))
 
     def _set_input_arrays(self, data: np.ndarray, labels: np.ndarray) -> None:
         layer = self._net.layers[0] if self._net.layers else None

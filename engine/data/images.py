@@ -1,8 +1,9 @@
 """Images as Caffe sees them through OpenCV: uint8, channels first, colour in BGR order.
 
-``mode`` chooses the decoding as Caffe's flags do: None keeps the file's own channels (OpenCV's
-IMREAD_UNCHANGED: gray stays 1 channel, alpha is kept as a 4th), "color" gives 3 channels
-(IMREAD_COLOR) and "gray" one (IMREAD_GRAYSCALE). Pillow decodes; its JPEG decoder may differ from
+``mode`` chooses the decoding as Caffe's flags do: None is OpenCV's IMREAD_ANYCOLOR, what Caffe's
+DecodeDatumToCVMatNative asks for (a gray image stays 1 channel; any other, with or without alpha
+or a palette, becomes 3 BGR channels, the alpha dropped), "color" gives 3 channels (IMREAD_COLOR)
+and "gray" one (IMREAD_GRAYSCALE). Pillow decodes; its JPEG decoder may differ from
 OpenCV's by a grey level here and there, PNG and other lossless files decode identically.
 """
 
@@ -16,15 +17,15 @@ from PIL import Image, UnidentifiedImageError
 
 from engine.data.errors import DataError
 
-_NATIVE = {
+_NATIVE = {  # OpenCV's IMREAD_ANYCOLOR: one channel stays one, several become BGR
     "L": "L",
     "1": "L",
     "RGB": "RGB",
     "P": "RGB",
     "CMYK": "RGB",
     "YCbCr": "RGB",
-    "RGBA": "RGBA",
-    "LA": "RGBA",
+    "RGBA": "RGB",
+    "LA": "RGB",
 }
 
 
@@ -48,6 +49,9 @@ def read_image(path: str | os.PathLike[str], mode: str | None = "color") -> np.n
 
 
 def _to_array(image: Image.Image, mode: str | None, name: str) -> np.ndarray:
+    if image.mode.startswith("I;16"):  # 16-bit gray: OpenCV without IMREAD_ANYDEPTH keeps the high byte
+        high = (np.asarray(image).astype(np.uint16) >> 8).astype(np.uint8)
+        image = Image.fromarray(high, "L")
     if image.mode not in _NATIVE:  # 16-bit and float images: Caffe reads 8-bit pixels only
         raise DataError(f"{name}: images of mode {image.mode} are not supported (8-bit gray or colour only)")
     target = {"gray": "L", "color": "RGB"}.get(mode or "", _NATIVE[image.mode])

@@ -3,7 +3,8 @@
 Tops: data (N, C, H, W) after the transform_param; label (N,) when a second top is given.
 Records are read in key order and the reading cycles to the first record at the end. The shape
 is taken from the first record at setup and from the first record of every batch after that.
-``rand_skip`` skips a random number of records (below it) once, at the start. The deprecated
+``rand_skip`` is ignored, as Caffe 1.0's DataLayer ignores it (reading starts at the first key;
+ImageData still honours it). The deprecated
 ``scale``/``mean_file``/``crop_size``/``mirror`` of data_param are ignored with a warning, as
 Caffe ignores them outside V1 nets (whose upgrade moves them into transform_param). No gradient.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import rng
 from engine.blob import Blob
 from engine.data.datum import datum_to_array, parse_datum
 from engine.data.lmdb_source import LMDBSource, open_database
@@ -37,10 +37,9 @@ class DataLayer(BasePrefetchingDataLayer):
                 )
         self.prefetch_depth = p.prefetch
         source = open_database(p.source, p.backend, resolve(p.source))
-        skip = int(rng.host().integers(p.rand_skip)) if p.rand_skip else 0
-        if skip:
-            log.info("Skipping first %d data points.", skip)
-        batches = DatumBatches(source, self.transformer, p.batch_size, skip, self.seed, self.output_labels)
+        if p.rand_skip:
+            log.info("layer '%s': data_param.rand_skip is ignored by Data layers, as in Caffe 1.0", self.name)
+        batches = DatumBatches(source, self.transformer, p.batch_size, 0, self.seed, self.output_labels)
         first = batches.arrays(0, 1)[0][0]
         top[0].reshape((p.batch_size, *self.transformer.output_shape(first.shape)))
         if self.output_labels:

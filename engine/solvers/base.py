@@ -1,9 +1,14 @@
 """Solver: Caffe's training loop around a train net and its test nets.
 
 The base class owns everything the update rules share: building the nets from the solver's
-fields, the learning-rate policy, iter_size accumulation, L1/L2 regularisation, gradient
-clipping, the smoothed loss, testing, snapshots and restore. A subclass overrides only
-``compute_update_value`` (and says how many history blobs it keeps per parameter).
+fields (and copying in its ``weights``), the learning-rate policy, iter_size accumulation, L1/L2
+regularisation, gradient clipping, the smoothed loss, testing, snapshots (binary proto or HDF5)
+and restore. A subclass overrides only ``compute_update_value`` (and says how many history blobs
+it keeps per parameter).
+
+Scalars are formed as Caffe forms them, in the net's float type (the rate, rate * lr_mult,
+weight_decay * decay_mult, 1 / iter_size, the clipping norm, losses and test scores), so float32
+runs round as Caffe's do.
 """
 
 from __future__ import annotations
@@ -17,13 +22,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from google.protobuf import text_format
 
 from engine import backend, parallel, rng
 from engine.blob import Blob
 from engine.errors import EngineError
 from engine.graphs import GraphStep
 from engine.net import Net
+from engine.solvers import snapshots
 from engine.solvers.lr_policy import learning_rate
+from engine.solvers.weights_h5 import copy_trained_layers_from_file
 from proto import caffe_pb2
 
 log = logging.getLogger("engine.solver")
@@ -52,12 +60,15 @@ class Solver:
         self.say: Callable[[str], None] = log_fn or log.info
         self.base_dir = Path(base_dir) if base_dir is not None else None
         self.xp = xp if xp is not None else backend.array_module()
+        self.say("Initializing solver from parameters: \n" + text_format.MessageToString(self.param))
         if self.param.average_loss < 1:
             raise EngineError("average_loss should be non-negative.")
+        self.check_param()
         if self.param.random_seed >= 0:
             rng.set_random_seed(self.param.random_seed)
         self.net = self._init_train_net()
         self.test_nets = self._init_test_nets()
+        self.say("Solver scaffolding done.")
         self.iter = 0
         self.current_step = 0
         self.losses: list[float] = []
@@ -78,6 +89,9 @@ class Solver:
         self.workspace = backend.Workspace()
         self.graph_step = GraphStep(self.net)  # forward + backward as one CUDA graph where it can
 
+    def check_param(self) -> None:
+        """Refuse settings the update rule cannot use (Caffe's constructor sanity checks)."""
+
     def emit(self, kind: str, **payload: Any) -> None:
         for listener in self.listeners:
             listener(kind, payload)
@@ -91,28 +105,27 @@ class Solver:
     def _init_train_net(self) -> Net:
         p = self.param
         sources = [f for f in ("net", "net_param", "train_net", "train_net_param") if p.HasField(f)]
+        fields = "net, net_param, train_net, train_net_param"
         if not sources:
-            raise EngineError(
-                "SolverParameter must specify a train net using one of these fields: "
-                "net, net_param, train_net, train_net_param"
-            )
+            raise EngineError(f"SolverParameter must specify a train net using one of these fields: {fields}")
         if len(sources) > 1:
             raise EngineError(
                 "SolverParameter must not contain more than one of these fields specifying a train_net: "
-                + ", ".join(sources)
+                f"{fields} (found {', '.join(sources)})"
             )
         source = sources[0]
         if source.endswith("_param"):
             net_param = caffe_pb2.NetParameter()
             net_param.CopyFrom(getattr(p, source))
+            self.say(f"Creating training net specified in {source}.")
         else:
+            self.say(f"Creating training net from {source} file: {getattr(p, source)}")
             net_param = _read_net(self._path(getattr(p, source)))
         state = caffe_pb2.NetState(phase=caffe_pb2.TRAIN)
         state.MergeFrom(net_param.state)
         state.MergeFrom(p.train_state)
         net_param.state.CopyFrom(state)
-        self.say(f"Creating training net from {source}")
-        return Net(net_param, xp=self.xp)
+        return self._load_weights(Net(net_param, xp=self.xp))
 
     def _init_test_nets(self) -> list[Net]:
         p = self.param
@@ -128,17 +141,19 @@ class Solver:
         if instances and p.test_interval <= 0:
             raise EngineError("test_interval must be positive when there are test nets")
         params: list[caffe_pb2.NetParameter] = [caffe_pb2.NetParameter() for _ in range(instances)]
-        k = 0
+        sources: list[str] = []
         for net_param in p.test_net_param:
-            params[k].CopyFrom(net_param)
-            k += 1
+            params[len(sources)].CopyFrom(net_param)
+            sources.append("test_net_param")
         for path in p.test_net:
-            params[k].CopyFrom(_read_net(self._path(path)))
-            k += 1
-        if generic:
+            params[len(sources)].CopyFrom(_read_net(self._path(path)))
+            sources.append(f"test_net file: {path}")
+        if generic and len(sources) < instances:
             shared = p.net_param if generic[0] == "net_param" else _read_net(self._path(p.net))
-            for i in range(k, instances):
+            source = "net_param" if generic[0] == "net_param" else f"net file: {p.net}"
+            for i in range(len(sources), instances):
                 params[i].CopyFrom(shared)
+                sources.append(source)
         nets = []
         for i, net_param in enumerate(params):
             state = caffe_pb2.NetState(phase=caffe_pb2.TEST)
@@ -146,9 +161,18 @@ class Solver:
             if p.test_state:
                 state.MergeFrom(p.test_state[i])
             net_param.state.CopyFrom(state)
-            self.say(f"Creating test net (#{i}) specified by {'net' if generic else 'test_net'}")
-            nets.append(Net(net_param, xp=self.xp))
+            self.say(f"Creating test net (#{i}) specified by {sources[i]}")
+            nets.append(self._load_weights(Net(net_param, xp=self.xp)))
         return nets
+
+    def _load_weights(self, net: Net) -> Net:
+        """The solver's ``weights`` (each entry a comma-separated list), copied in as Caffe master's
+        LoadNetWeights does, into the train net and every test net; HDF5 or binary by content."""
+        for entry in self.param.weights:
+            for name in (n.strip() for n in entry.split(",")):
+                self.say(f"Finetuning from {name}")
+                copy_trained_layers_from_file(net, self._path(name))
+        return net
 
     # --- the loop ----------------------------------------------------------------------------
     def step(self, iters: int) -> None:
@@ -162,6 +186,7 @@ class Solver:
         self.smoothed_loss = 0.0
         p = self.param
         timer = time.perf_counter()
+        iterations_last = self.iter
         while self.iter < stop_iter:
             self._reseed()
             self.net.clear_param_diffs()
@@ -177,25 +202,30 @@ class Solver:
                 callback.on_start()
             display = bool(p.display) and self.iter % p.display == 0
             self.net.debug_info = display and p.debug_info
-            loss = 0.0
+            loss = self.real(0)
             with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is reported below, once
                 for _ in range(p.iter_size):
-                    loss += self.graph_step.forward_backward()
-            loss /= p.iter_size
+                    loss += self.real(self.graph_step.forward_backward())
+                loss /= self.real(p.iter_size)
             if not math.isfinite(loss):
                 raise EngineError(f"Iteration {self.iter}: loss is {loss}; {self.first_non_finite()}")
             self.update_smoothed_loss(loss, start_iter)
             if display:
+                lapse = time.perf_counter() - timer
+                per_s = (self.iter - iterations_last) / (lapse or 1.0)
                 self.say(
-                    f"Iteration {self.iter} ({time.perf_counter() - timer:.3f}s), "
+                    f"Iteration {self.iter} ({per_s:g} iter/s, {lapse:g}s/{p.display} iters), "
                     f"loss = {self.smoothed_loss:g}"
                 )
                 timer = time.perf_counter()
+                iterations_last = self.iter
                 self._display_outputs()
             for callback in self.callbacks:
                 callback.on_gradients_ready()
             self.apply_update()
-            self.emit("iteration", iter=self.iter, loss=loss, smoothed_loss=self.smoothed_loss, lr=self.rate)
+            self.emit(
+                "iteration", iter=self.iter, loss=float(loss), smoothed_loss=self.smoothed_loss, lr=self.rate
+            )
             self.iter += 1
             request = self.action()
             if (p.snapshot and self.iter % p.snapshot == 0) or request == "snapshot":
@@ -250,16 +280,23 @@ class Solver:
                 self.say(f"    Train net output #{score_index}: {name} = {value:g}{suffix}")
                 score_index += 1
 
-    def update_smoothed_loss(self, loss: float, start_iter: int) -> None:
+    def real(self, value: Any) -> Any:
+        """A host scalar of the net's float type: Caffe keeps losses and test scores in Dtype."""
+        return self.net.dtype.type(float(value))  # float(): a device scalar comes to the host
+
+    def update_smoothed_loss(self, loss: Any, start_iter: int) -> None:
+        """The mean of the last average_loss losses, kept in the net's float type as Caffe does."""
         average = self.param.average_loss
+        loss, smoothed = self.real(loss), self.real(self.smoothed_loss)
         if len(self.losses) < average:
             self.losses.append(loss)
             size = len(self.losses)
-            self.smoothed_loss = (self.smoothed_loss * (size - 1) + loss) / size
+            smoothed = (smoothed * self.real(size - 1) + loss) / self.real(size)
         else:
             idx = (self.iter - start_iter) % average
-            self.smoothed_loss += (loss - self.losses[idx]) / average
+            smoothed += (loss - self.real(self.losses[idx])) / self.real(average)
             self.losses[idx] = loss
+        self.smoothed_loss = float(smoothed)
 
     def solve(self, resume_file: str | None = None) -> None:
         self.say(f"Solving {self.net.name}")
@@ -286,35 +323,55 @@ class Solver:
 
     # --- testing -----------------------------------------------------------------------------
     def test_all(self) -> list[dict[str, float]]:
-        return [self.test(i) for i in range(len(self.test_nets))]
+        results = []
+        for i in range(len(self.test_nets)):
+            if self.requested_early_exit:
+                break
+            results.append(self.test(i))
+        return results
 
     def test(self, test_net_id: int = 0) -> dict[str, float]:
-        """Run test_iter batches of a test net; returns the mean of every output by name."""
+        """Run test_iter batches of a test net; returns the mean of every output by name.
+
+        As Caffe: sums and means are kept in the net's float type; before every batch the
+        requested action is polled (a snapshot is taken, a stop ends the test unreported).
+        """
         self.say(f"Iteration {self.iter}, Testing net (#{test_net_id})")
         net = self.test_nets[test_net_id]
         net.share_trained_layers_with(self.net)
         iterations = self.param.test_iter[test_net_id]
         scores: list[Any] = []
-        loss = 0.0
+        loss = self.real(0)
         for _ in range(iterations):
+            request = self.action()
+            while request == "snapshot":  # a stop request may be standing: it is taken once
+                self.snapshot()
+                request = self.action()
+            if request == "stop":
+                self.requested_early_exit = True
+            if self.requested_early_exit:
+                break
             iter_loss = net.forward_from_to()
             if self.param.test_compute_loss:
-                loss += iter_loss
+                loss += self.real(iter_loss)
             outputs = [net.blob_list[i].data.reshape(-1) for i in net.output_blob_indices]
             if not scores:
-                scores = [o.astype(np.float64, copy=True) for o in outputs]
+                scores = [o.copy() for o in outputs]
             else:
                 for total, o in zip(scores, outputs):
                     total += o
+        if self.requested_early_exit:
+            self.say("Test interrupted.")
+            return {}
         if self.param.test_compute_loss:
-            self.say(f"Test loss: {loss / iterations:g}")
+            self.say(f"Test loss: {loss / self.real(iterations):g}")
         results: dict[str, float] = {}
         index = 0
         for blob_id, total in zip(net.output_blob_indices, scores):
             name = net.blob_names[blob_id]
             weight = net.blob_loss_weights[blob_id]
             for value in backend.to_host(total):
-                mean = float(value) / iterations
+                mean = float(value / value.dtype.type(iterations))
                 suffix = f" (* {weight:g} = {weight * mean:g} loss)" if weight else ""
                 self.say(f"    Test net output #{index}: {name} = {mean:g}{suffix}")
                 results[name if total.size == 1 else f"{name}[{index}]"] = mean
@@ -324,7 +381,7 @@ class Solver:
 
     # --- the update --------------------------------------------------------------------------
     def learning_rate(self) -> float:
-        rate, self.current_step = learning_rate(self.param, self.iter, self.current_step)
+        rate, self.current_step = learning_rate(self.param, self.iter, self.current_step, self.net.dtype)
         self.rate = rate
         return rate
 
@@ -350,7 +407,12 @@ class Solver:
         return False
 
     def decay(self, param_id: int) -> float:
-        return self.param.weight_decay * self.net.params_weight_decay[param_id]
+        """weight_decay * decay_mult, formed in the net's float type as Caffe's local_decay."""
+        return float(self.real(self.param.weight_decay) * self.real(self.net.params_weight_decay[param_id]))
+
+    def normalization(self) -> float:
+        """1 / iter_size in the net's float type (Caffe's accum_normalization)."""
+        return float(self.real(1) / self.real(self.param.iter_size))
 
     def scratch(self, like: Any) -> Any:
         """A reusable array shaped like ``like`` (one per shape, for the update's temporaries)."""
@@ -358,7 +420,7 @@ class Solver:
 
     def normalize(self, param_id: int) -> None:
         if self.param.iter_size != 1:
-            self.net.learnable_params[param_id].diff *= 1.0 / self.param.iter_size
+            self.net.learnable_params[param_id].diff *= self.normalization()
 
     def regularize(self, param_id: int) -> None:
         blob = self.net.learnable_params[param_id]
@@ -377,22 +439,26 @@ class Solver:
         limit = self.param.clip_gradients
         if limit < 0:
             return
-        sumsq = sum(float((b.diff * b.diff).sum()) for b in self.net.learnable_params)
-        norm = sumsq**0.5
-        if norm > limit:
-            factor = limit / norm
+        sumsq = self.real(0)
+        for blob in self.net.learnable_params:
+            flat = blob.diff.reshape(-1)
+            sumsq += self.real(self.xp.dot(flat, flat))  # Blob::sumsq_diff, summed in Dtype
+        norm = np.sqrt(sumsq)
+        if norm > self.real(limit):
+            factor = self.real(limit) / norm
             self.say(
                 f"Gradient clipping: scaling down gradients (L2 norm {norm:g} > {limit:g}) "
                 f"by scale factor {factor:g}"
             )
             for blob in self.net.learnable_params:
-                blob.diff *= factor
+                blob.diff *= float(factor)
 
     def compute_update_value(self, param_id: int, rate: float) -> None:
         raise NotImplementedError
 
     def local_rate(self, param_id: int, rate: float) -> float:
-        return rate * self.net.params_lr[param_id]
+        """rate * lr_mult, formed in the net's float type as Caffe's local_rate."""
+        return float(self.real(rate) * self.real(self.net.params_lr[param_id]))
 
     def history_of(self, param_id: int, slot: int = 0) -> Any:
         return self.history[slot * len(self.net.learnable_params) + param_id].data
@@ -404,40 +470,14 @@ class Solver:
         return self._path(f"{prefix}_iter_{self.iter}{extension}")
 
     def snapshot(self) -> tuple[str, str]:
-        """Write PREFIX_iter_N.caffemodel and .solverstate; returns both paths."""
-        from proto import binaryio
-
-        if self.param.snapshot_format == caffe_pb2.SolverParameter.HDF5:
-            raise EngineError("snapshot_format HDF5 is not supported; use BINARYPROTO")
-        model = self.snapshot_filename(".caffemodel")
-        self.say(f"Snapshotting to binary proto file {model}")
-        binaryio.write_caffemodel(model, self.net.to_proto(write_diff=self.param.snapshot_diff))
-        state = caffe_pb2.SolverState(iter=self.iter, learned_net=model, current_step=self.current_step)
-        for blob in self.history:
-            state.history.append(blob.to_proto())
-        state_file = self.snapshot_filename(".solverstate")
-        self.say(f"Snapshotting solver state to binary proto file {state_file}")
-        binaryio.write_solverstate(state_file, state)
+        """Write the weights and the solver state in snapshot_format; returns both paths."""
+        model, state_file = snapshots.save(self)
         self.last_snapshot = (model, state_file)
         self.emit("snapshot", iter=self.iter, model=model, state=state_file)
         return model, state_file
 
     def restore(self, state_file: str) -> None:
-        from proto import binaryio
-
-        state = binaryio.read_solverstate(state_file)
-        self.iter = state.iter
-        if state.learned_net:
-            learned = state.learned_net
-            if not os.path.exists(learned):  # moved together with the state file
-                learned = os.path.join(os.path.dirname(state_file), os.path.basename(learned))
-            self.net.copy_trained_layers_from(binaryio.read_caffemodel(learned))
-        self.current_step = state.current_step
-        if len(state.history) != len(self.history):
-            raise EngineError(
-                f"{state_file}: Incorrect length of history blobs "
-                f"({len(state.history)} in the file, {self.type} keeps {len(self.history)})"
-            )
-        for blob, proto in zip(self.history, state.history):
-            blob.from_proto(proto)
+        """Caffe's Restore: a name ending in ".h5" is read as an HDF5 state, anything else as binary;
+        then the data layers are put where an uninterrupted run would be."""
+        snapshots.load(self, state_file)
         self._seek_data()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from engine import kernels
+from engine.errors import EngineError
 from engine.solvers.base import Solver
 from engine.solvers.registry import register_solver
 
@@ -35,7 +36,7 @@ class SGDSolver(Solver):
             return False
         blob, history = self.net.learnable_params[param_id], self.history_of(param_id)
         scale, momentum, local = (
-            1.0 / self.param.iter_size,
+            self.normalization(),
             self.param.momentum,
             self.local_rate(param_id, rate),
         )
@@ -74,24 +75,36 @@ class NesterovSolver(Solver):
 class AdaGradSolver(Solver):
     """h += g^2; step = lr * g / (sqrt(h) + delta)."""
 
+    def check_param(self) -> None:
+        if self.param.momentum != 0:
+            raise EngineError("Momentum cannot be used with AdaGrad.")
+
     def compute_update_value(self, param_id: int, rate: float) -> None:
         diff = self.net.learnable_params[param_id].diff
         history = self.history_of(param_id)
         history += diff * diff
-        diff *= self.local_rate(param_id, rate) / (self.xp.sqrt(history) + self.param.delta)
+        diff /= self.xp.sqrt(history) + self.param.delta
+        diff *= self.local_rate(param_id, rate)
 
 
 @register_solver("RMSProp")
 class RMSPropSolver(Solver):
     """h = decay * h + (1 - decay) g^2; step = lr * g / (sqrt(h) + delta)."""
 
+    def check_param(self) -> None:
+        if self.param.momentum != 0:
+            raise EngineError("Momentum cannot be used with RMSProp.")
+        if not 0 <= self.param.rms_decay < 1:
+            raise EngineError(f"rms_decay should lie between 0 and 1 (got {self.param.rms_decay:g}).")
+
     def compute_update_value(self, param_id: int, rate: float) -> None:
         diff = self.net.learnable_params[param_id].diff
         history = self.history_of(param_id)
         decay = self.param.rms_decay
         history *= decay
-        history += (1 - decay) * diff * diff
-        diff *= self.local_rate(param_id, rate) / (self.xp.sqrt(history) + self.param.delta)
+        history += float(self.real(1) - self.real(decay)) * (diff * diff)
+        diff /= self.xp.sqrt(history) + self.param.delta
+        diff *= self.local_rate(param_id, rate)
 
 
 @register_solver("AdaDelta")
@@ -109,10 +122,10 @@ class AdaDeltaSolver(Solver):
         update_history = self.history_of(param_id, 1)
         momentum, delta = self.param.momentum, self.param.delta
         grad_history *= momentum
-        grad_history += (1 - momentum) * diff * diff
+        grad_history += (1 - momentum) * (diff * diff)
         diff *= self.xp.sqrt((update_history + delta) / (grad_history + delta))
         update_history *= momentum
-        update_history += (1 - momentum) * diff * diff
+        update_history += (1 - momentum) * (diff * diff)
         diff *= self.local_rate(param_id, rate)
 
 
@@ -128,9 +141,10 @@ class AdamSolver(Solver):
         v = self.history_of(param_id, 1)
         beta1, beta2 = self.param.momentum, self.param.momentum2
         t = self.iter + 1
-        correction = math.sqrt(1 - beta2**t) / (1 - beta1**t)
+        correction = self.real(math.sqrt(1 - beta2**t) / (1 - beta1**t))  # double, kept as Dtype
         m *= beta1
         m += (1 - beta1) * diff
         v *= beta2
-        v += (1 - beta2) * diff * diff
-        diff[...] = self.local_rate(param_id, rate) * correction * m / (self.xp.sqrt(v) + self.param.delta)
+        v += (1 - beta2) * (diff * diff)
+        diff[...] = m / (self.xp.sqrt(v) + self.param.delta)
+        diff *= float(self.real(self.local_rate(param_id, rate)) * correction)

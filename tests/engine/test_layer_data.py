@@ -1,5 +1,5 @@
 """Data layer: LMDBs of Datum written here with the lmdb package (uint8, float_data, encoded PNG),
-read through make_layer and through a Net: values, labels, cycling, rand_skip, transforms,
+read through make_layer and through a Net: values, labels, cycling, rand_skip ignored, transforms,
 determinism across prefetching, seek, and clear errors for bad sources."""
 
 from __future__ import annotations
@@ -133,19 +133,35 @@ def test_transform_param_crops_and_scales_batches(xp, tmp_path):
     np.testing.assert_array_equal(out[0][0], images[:, :, 1:4, 1:4] * 0.5)
 
 
-def test_rand_skip_starts_at_a_random_record_below_it(tmp_path):
+def test_rand_skip_is_ignored_as_in_caffe_1_0(tmp_path):
+    """Caffe 1.0's DataLayer reads from the first key whatever rand_skip says (ImageData honours it)."""
     values, images = uint8_datums(10)
     source = write_lmdb(tmp_path / "db", values)
-    starts = set()
-    for seed in range(12):
+    for seed in range(3):
         rng.set_random_seed(seed)
         _, out = run(data_layer(np, source, batch_size=3, data_extra="rand_skip: 6"), np, 2)
-        first = int(out[0][1][0]) - 10
-        assert 0 <= first < 6
-        labels = np.concatenate([out[0][1], out[1][1]]) - 10
-        np.testing.assert_array_equal(labels, (first + np.arange(6)) % 10)
-        starts.add(first)
-    assert len(starts) > 1
+        np.testing.assert_array_equal(np.concatenate([out[0][1], out[1][1]]), 10 + np.arange(6))
+
+
+def test_native_decoding_drops_alpha_as_opencv_anycolor(tmp_path):
+    rgba = np.random.default_rng(3).integers(0, 256, (3, 4, 4)).astype(np.uint8)
+    gray_alpha = np.random.default_rng(4).integers(0, 256, (3, 4, 2)).astype(np.uint8)
+    records = [
+        caffe_pb2.Datum(data=png(rgba, "RGBA"), encoded=True, label=1).SerializeToString(),
+        caffe_pb2.Datum(data=png(gray_alpha, "LA"), encoded=True, label=2).SerializeToString(),
+    ]
+    _, out = run(data_layer(np, write_lmdb(tmp_path / "db", records), batch_size=1), np, 2)
+    np.testing.assert_array_equal(out[0][0][0], rgba[:, :, 2::-1].transpose(2, 0, 1))  # BGR, no alpha
+    np.testing.assert_array_equal(out[1][0][0], np.repeat(gray_alpha[None, :, :, 0], 3, axis=0))
+
+
+def test_sixteen_bit_png_keeps_the_high_byte(tmp_path):
+    deep = (np.arange(12, dtype=np.uint16).reshape(3, 4) * 5001).astype(np.uint16)
+    buffer = io.BytesIO()
+    Image.fromarray(deep).save(buffer, "PNG")
+    record = caffe_pb2.Datum(data=buffer.getvalue(), encoded=True, label=0).SerializeToString()
+    _, out = run(data_layer(np, write_lmdb(tmp_path / "db", [record]), batch_size=1), np, 1)
+    np.testing.assert_array_equal(out[0][0][0, 0], deep >> 8)
 
 
 def test_random_transforms_are_reproducible_and_seek_replays_a_batch(tmp_path):

@@ -144,3 +144,13 @@ def test_inconsistent_datasets_are_errors(tmp_path):
     ):
         layer.forward([], top)
     layer.close()
+
+
+def test_label_shape_follows_the_dataset_n_or_n_by_1(tmp_path):
+    with h5py.File(tmp_path / "flat.h5", "w") as f:
+        f["data"] = np.arange(8, dtype=np.float32).reshape(4, 2)
+        f["label"] = np.arange(4, dtype=np.float32)  # (N,): the top is (batch,), as Caffe
+    (tmp_path / "list.txt").write_text(f"{tmp_path / 'flat.h5'}\n")
+    top, out = forward(hdf5_layer(np, tmp_path / "list.txt", 2), np, 2)
+    assert top[0].shape == (2, 2) and top[1].shape == (2,)
+    np.testing.assert_array_equal(out[1][1], [2, 3])

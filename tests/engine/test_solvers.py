@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -234,3 +235,134 @@ def test_solver_goldens_match_caffe(goldens, case, monkeypatch):
         for i in range(2):
             got = solver.net.layer_by_name("fc").blobs[i].data
             assert close(got, io[f"step{k}/param/fc/{i}"], 1e-5), f"{case} step {k} param {i}"
+
+
+def test_rates_are_rounded_to_float32_with_caffes_float_terms():
+    f = np.float32
+    param = text_format.Parse(
+        'base_lr: 0.01 lr_policy: "inv" gamma: 0.0001 power: 0.75', caffe_pb2.SolverParameter()
+    )
+    # Caffe: pow(Dtype(1) + gamma * iter, -power), the base formed in float32, the rate kept as float32.
+    inner = f(1) + f(param.gamma) * f(12345)
+    expected = f(param.base_lr * float(inner) ** -param.power)
+    assert learning_rate(param, 12345)[0] == float(expected)
+    assert learning_rate(param, 12345, dtype=np.float64)[0] == pytest.approx(float(expected), rel=1e-6)
+    poly = text_format.Parse(
+        'base_lr: 0.1 lr_policy: "poly" power: 1 max_iter: 3', caffe_pb2.SolverParameter()
+    )
+    assert learning_rate(poly, 1)[0] == float(f(poly.base_lr * float(f(1) - f(1) / f(3))))
+    assert learning_rate(poly, 3)[0] == 0.0
+
+
+def test_multistep_advances_one_step_per_iteration_and_keeps_its_position():
+    param = text_format.Parse(
+        'base_lr: 1 lr_policy: "multistep" gamma: 0.5 stepvalue: 2 stepvalue: 2 stepvalue: 5',
+        caffe_pb2.SolverParameter(),
+    )
+    steps, step = [], 0
+    for it in range(7):
+        _, step = learning_rate(param, it, step)
+        steps.append(step)
+    # Two stepvalues at 2: Caffe takes the second one an iteration later; past the last, it stays.
+    assert steps == [0, 0, 1, 2, 2, 3, 3]
+    # Resumed at iteration 6 with no position, the steps are taken one per call, not at once.
+    assert learning_rate(param, 6, 0) == (0.5, 1)
+    assert learning_rate(param, 6, 3) == (0.125, 3)
+
+
+def test_step_policy_sets_current_step_and_multistep_logs_its_status():
+    lines = []
+    solver = solver_for("SGD", 'lr_policy: "multistep" gamma: 0.5 stepvalue: 1 display: 1')
+    solver.say = lines.append
+    solver.step(2)
+    assert "MultiStep Status: Iteration 1, step = 1" in lines
+    assert lines.index("MultiStep Status: Iteration 1, step = 1") < lines.index("Iteration 1, lr = 0.05")
+    step = solver_for("SGD", 'lr_policy: "step" gamma: 0.5 stepsize: 2')
+    step.step(5)
+    assert step.current_step == 2  # iteration 4 // 2
+
+
+def test_regularization_type_is_checked_only_when_there_is_decay():
+    solver_for("SGD", 'regularization_type: "L3" weight_decay: 0').step(1)
+    with pytest.raises(EngineError, match="Unknown regularization type: L3"):
+        solver_for("SGD", 'regularization_type: "L3" weight_decay: 0.1').step(1)
+
+
+SCALAR_TEST_NET = """
+test_net_param { name: "t" layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 } } } }
+test_iter: 10 test_interval: 100
+"""
+
+
+def test_test_scores_are_summed_and_averaged_in_float32():
+    lines = []
+    solver = solver_for("SGD", SCALAR_TEST_NET)
+    solver.say = lines.append
+    solver.test_nets[0].blob_by_name("x").data[...] = 0.1
+    total = np.float32(0)
+    for _ in range(10):
+        total += np.float32(0.1)
+    expected = float(total / np.float32(10))
+    assert expected != float(np.float32(0.1))  # the float32 sum drifts: the check means something
+    assert solver.test(0) == {"x": expected}
+    assert f"    Test net output #0: x = {expected:g}" in lines
+
+
+def test_a_stop_request_interrupts_testing_and_a_snapshot_request_is_served(tmp_path):
+    lines = []
+    solver = solver_for("SGD", SCALAR_TEST_NET + f' snapshot_prefix: "{tmp_path / "p"}"')
+    solver.say = lines.append
+    requests = iter(["snapshot", None] + [None] * 20)
+    solver.action = lambda: next(requests)
+    assert solver.test(0) == {"x": 0.0}
+    assert (tmp_path / "p_iter_0.caffemodel").exists()
+    solver.action = lambda: "stop"
+    assert solver.test(0) == {}
+    assert lines[-1] == "Test interrupted." and solver.requested_early_exit
+
+
+def test_log_lines_name_the_net_sources_and_the_display_rate():
+    lines = []
+    param = text_format.Parse(
+        'type: "SGD" base_lr: 0.1 lr_policy: "fixed" display: 1 test_iter: 1 test_iter: 1 test_interval: 5',
+        caffe_pb2.SolverParameter(),
+    )
+    param.net_param.CopyFrom(text_format.Parse(LEAST_SQUARES, caffe_pb2.NetParameter()))
+    param.test_net_param.add().CopyFrom(param.net_param)
+    solver = create_solver(param, xp=np, log_fn=lines.append)
+    assert lines[0].startswith("Initializing solver from parameters: \ntest_iter: 1\ntest_iter: 1\n")
+    assert 'type: "SGD"' in lines[0]
+    assert lines[1:5] == [
+        "Creating training net specified in net_param.",
+        "Creating test net (#0) specified by test_net_param",
+        "Creating test net (#1) specified by net_param",
+        "Solver scaffolding done.",
+    ]
+    solver.step(1)
+    assert any(re.fullmatch(r"Iteration 0 \(\S+ iter/s, \S+s/1 iters\), loss = \S+", line) for line in lines)
+    assert "    Train net output #0: loss = " in "\n".join(lines)
+    with pytest.raises(EngineError, match="test_iter must be specified for each test network"):
+        param.ClearField("test_iter")
+        create_solver(param, xp=np, log_fn=lines.append)
+
+
+def test_deprecated_solver_type_enum_is_upgraded():
+    param = text_format.Parse("solver_type: ADAM base_lr: 0.1", caffe_pb2.SolverParameter())
+    param.net_param.CopyFrom(text_format.Parse(LEAST_SQUARES, caffe_pb2.NetParameter()))
+    assert create_solver(param, xp=np, log_fn=lambda line: None).type == "Adam"
+    param.type = "SGD"
+    with pytest.raises(Exception, match="both the old solver_type: ADAM and the new type"):
+        create_solver(param, xp=np, log_fn=lambda line: None)
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "message"),
+    [
+        ("AdaGrad", "momentum: 0.9", "Momentum cannot be used with AdaGrad"),
+        ("RMSProp", "momentum: 0.9", "Momentum cannot be used with RMSProp"),
+        ("RMSProp", "rms_decay: 1", "rms_decay should lie between 0 and 1"),
+    ],
+)
+def test_rules_refuse_settings_they_cannot_use(kind, extra, message):
+    with pytest.raises(EngineError, match=message):
+        solver_for(kind, extra)

@@ -1,0 +1,176 @@
+"""Caffe's HDF5 files: weights (``.caffemodel.h5``), solver snapshots (``.solverstate.h5``) and the
+rows an HDF5Output layer writes.
+
+The layouts are facts of the format, as Caffe's ``Net::ToHDF5`` and ``SGDSolver`` write them:
+
+- weights: a group ``data`` holding one group per layer of the net (layers without parameters
+  included, empty), and in it one dataset per parameter the layer owns, named ``0``, ``1``, ...
+  with the blob's shape; with ``snapshot_diff`` a group ``diff`` of the same form holds every
+  parameter's gradient (shared ones too).
+- solver state: ``iter`` and ``current_step`` as one-element int32 datasets, ``learned_net`` as a
+  scalar NUL-terminated string, and a group ``history`` with the history blobs ``0``, ``1``, ...
+- HDF5Output: datasets ``data`` and ``label``.
+
+Arrays are written in the net's float type (float32, or float64 for a double net). Readers give
+clear ``FormatError``s naming the file and the dataset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+
+from proto.errors import FormatError
+
+PathLike = str | os.PathLike[str]
+SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def is_hdf5(path: PathLike) -> bool:
+    """True when the file is HDF5 (its signature at 0, 512, 1024, ... as HDF5's own check)."""
+    try:
+        with open(path, "rb") as f:
+            offset = 0
+            while True:
+                f.seek(offset)
+                head = f.read(len(SIGNATURE))
+                if len(head) < len(SIGNATURE):
+                    return False
+                if head == SIGNATURE:
+                    return True
+                offset = 512 if offset == 0 else offset * 2
+    except OSError:
+        return False
+
+
+def _open(path: PathLike, mode: str) -> h5py.File:
+    try:
+        return h5py.File(os.fspath(path), mode)
+    except (OSError, ValueError) as exc:
+        action = "open" if mode == "r" else "create"
+        raise FormatError(path, f"cannot {action} the HDF5 file: {exc}") from exc
+
+
+def _float_array(array: np.ndarray) -> np.ndarray:
+    host = np.asarray(array)
+    return host if host.dtype in (np.float32, np.float64) else host.astype(np.float32)
+
+
+def save_int(group: h5py.Group, name: str, value: int) -> None:
+    group.create_dataset(name, data=np.array([value], np.int32))
+
+
+def save_string(group: h5py.Group, name: str, value: str) -> None:
+    """A scalar fixed-length string dataset, NUL-terminated, as HDF5's H5LTmake_dataset_string."""
+    raw = value.encode("utf-8") + b"\0"
+    string_type = h5py.h5t.C_S1.copy()
+    string_type.set_size(len(raw))
+    string_type.set_strpad(h5py.h5t.STR_NULLTERM)
+    space = h5py.h5s.create(h5py.h5s.SCALAR)
+    dataset = h5py.h5d.create(group.id, name.encode("utf-8"), string_type, space)
+    dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array(raw, dtype=f"S{len(raw)}"), mtype=string_type)
+
+
+def load_int(group: h5py.Group, name: str, path: PathLike) -> int:
+    item = group.get(name)
+    if not isinstance(item, h5py.Dataset) or item.dtype.kind not in "iu" or item.size < 1:
+        raise FormatError(path, f"no integer dataset '{name}' (not a Caffe HDF5 solver state?)")
+    return int(np.asarray(item[()]).reshape(-1)[0])
+
+
+def load_string(group: h5py.Group, name: str, path: PathLike) -> str:
+    item = group.get(name)
+    if not isinstance(item, h5py.Dataset) or item.dtype.kind not in "SOU":
+        raise FormatError(path, f"no string dataset '{name}'")
+    value = np.asarray(item[()]).reshape(-1)[0]
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return str(value).split("\0", 1)[0]
+
+
+def load_array(group: h5py.Group, name: str, path: PathLike) -> np.ndarray:
+    item = group.get(name)
+    if not isinstance(item, h5py.Dataset):
+        raise FormatError(path, f"no dataset '{group.name.rstrip('/')}/{name}'")
+    if item.dtype.kind not in "biuf":
+        raise FormatError(path, f"dataset '{item.name}' is of type {item.dtype}, not numbers")
+    return np.asarray(item[()])
+
+
+# --- weights -------------------------------------------------------------------------------------
+@dataclass
+class LayerWeights:
+    """One layer's entry: ``data[i]`` is None for a parameter the layer shares from another."""
+
+    name: str
+    data: Sequence[np.ndarray | None]
+    diff: Sequence[np.ndarray] | None = None
+
+
+def write_weights(path: PathLike, layers: Sequence[LayerWeights], write_diff: bool = False) -> None:
+    """Write ``data/<layer>/<i>`` (and ``diff/<layer>/<i>``) for every layer, in order."""
+    with _open(path, "w") as f:
+        data = f.create_group("data")
+        diff = f.create_group("diff") if write_diff else None
+        for layer in layers:
+            group = data.create_group(layer.name)
+            for i, values in enumerate(layer.data):
+                if values is not None:
+                    group.create_dataset(str(i), data=_float_array(values))
+            if diff is not None:
+                diff_group = diff.create_group(layer.name)
+                for i, values in enumerate(layer.diff or ()):
+                    diff_group.create_dataset(str(i), data=_float_array(values))
+
+
+def read_weights(path: PathLike) -> dict[str, dict[str, np.ndarray]]:
+    """Every layer group under ``data``: layer name -> {dataset name: array}."""
+    with _open(path, "r") as f:
+        data = f.get("data")
+        if not isinstance(data, h5py.Group):
+            raise FormatError(path, "no group 'data' (not a Caffe HDF5 weights file?)")
+        out: dict[str, dict[str, np.ndarray]] = {}
+        for name, group in data.items():
+            if not isinstance(group, h5py.Group):
+                raise FormatError(path, f"'data/{name}' is not a group of parameter datasets")
+            out[name] = {key: load_array(group, key, path) for key in group}
+        return out
+
+
+# --- solver state --------------------------------------------------------------------------------
+@dataclass
+class SolverStateH5:
+    iter: int
+    current_step: int
+    learned_net: str | None = None
+    history: list[np.ndarray] = field(default_factory=list)
+
+
+def write_solverstate(path: PathLike, state: SolverStateH5) -> None:
+    with _open(path, "w") as f:
+        save_int(f, "iter", state.iter)
+        if state.learned_net is not None:
+            save_string(f, "learned_net", state.learned_net)
+        save_int(f, "current_step", state.current_step)
+        history = f.create_group("history")
+        for i, values in enumerate(state.history):
+            history.create_dataset(str(i), data=_float_array(values))
+
+
+def read_solverstate(path: PathLike) -> SolverStateH5:
+    with _open(path, "r") as f:
+        state = SolverStateH5(iter=load_int(f, "iter", path), current_step=load_int(f, "current_step", path))
+        if "learned_net" in f:
+            state.learned_net = load_string(f, "learned_net", path)
+        history = f.get("history")
+        if not isinstance(history, h5py.Group):
+            raise FormatError(path, "Error reading history: no group 'history'")
+        names = sorted(history, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))
+        if names != [str(i) for i in range(len(names))]:
+            raise FormatError(path, f"history datasets should be named 0..{len(names) - 1}, got {names}")
+        state.history = [load_array(history, name, path) for name in names]
+        return state
