@@ -17,6 +17,10 @@ the facts of Caffe's construction kept:
   but, as in Caffe's unrolled net, no gradient flows through them: the exposed tops' diffs are
   ignored and the exposed bottoms' diffs are left untouched.
 - No gradient for cont: force_backward skips it, and its diff is never written.
+- Backward ignores propagate_down and param_propagate_down, as Caffe's does: it runs the whole
+  unrolled net, whose x and x_static share their diffs with the bottoms (and the layers reading them
+  set propagate_down) and whose InnerProducts always learn. So the diffs of x and x_static are
+  overwritten and every parameter diff accumulates (lr_mult 0 only makes the update 0).
 - T is fixed at setup; N may change on reshape.
 """
 
@@ -50,8 +54,8 @@ class RecurrentLayer(Layer):
         """Output (T, N, H) and final states from x (T, N, D), cont (T, N), x_static (N, Ds) or None."""
         raise NotImplementedError
 
-    def run_backward(self, dy: Any, want_x: bool, want_static: bool) -> tuple[Any, Any]:
-        """Accumulate the parameter diffs; return dE/dx (T*N, D) and dE/dx_static (N, Ds) if wanted."""
+    def run_backward(self, dy: Any) -> tuple[Any, Any]:
+        """Accumulate every parameter diff; return dE/dx (T*N, D) and dE/dx_static (N, Ds) or None."""
         raise NotImplementedError
 
     # --- blob counts -------------------------------------------------------------------------
@@ -193,25 +197,23 @@ class RecurrentLayer(Layer):
             self._debug("Forward", [(self.concat_name, "top", self.output_name, top[0].data)])
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
-        # Caffe checks nothing for cont (bottom[1]) here: its diff is simply left alone.
-        want_static = self.static_input and propagate_down[2]
-        dx, dx_static = self.run_backward(
-            top[0].diff.reshape(self.num_steps, self.num_streams, self.hidden), propagate_down[0], want_static
-        )
-        if propagate_down[0]:
-            bottom[0].diff[...] = dx.reshape(bottom[0].shape)
-        if want_static:
+        # propagate_down is not consulted (see the module's docstring); cont's diff is left alone.
+        dx, dx_static = self.run_backward(top[0].diff.reshape(self.num_steps, self.num_streams, self.hidden))
+        bottom[0].diff[...] = dx.reshape(bottom[0].shape)
+        if self.static_input:
             bottom[2].diff[...] = dx_static.reshape(bottom[2].shape)
         if self.param.recurrent_param.debug_info:
-            diffs = [("x_transform", "bottom", "x", bottom[0].diff)] if propagate_down[0] else []
-            if want_static:
+            diffs = [("x_transform", "bottom", "x", bottom[0].diff)]
+            if self.static_input:
                 diffs.append((self.static_layer_name, "bottom", "x_static", bottom[2].diff))
             self._debug("Backward", diffs, params=True)
 
     def reset(self) -> None:
-        """Forget the hidden state carried from one forward pass to the next (Caffe's Reset)."""
+        """Forget the carried state (Caffe's Reset): zero the final states of the current N streams.
+        Like Caffe's, it leaves what lies beyond them, which a later larger N that still fits reuses."""
+        count = self.num_streams * self.hidden
         for buffer in self._buffers:
-            buffer[...] = 0
+            buffer[:count] = 0
 
     def _debug(self, phase: str, arrays: list[tuple[str, str, str, Any]], params: bool = False) -> None:
         """recurrent_param.debug_info: mean absolute values of the blobs at the unrolled net's edges,
@@ -222,17 +224,11 @@ class RecurrentLayer(Layer):
             mean = float(self.xp.abs(array).sum()) / max(array.size, 1)
             log.info("    [%s] Layer %s, %s blob %s %s: %g", phase, layer, role, name, kind, mean)
         if params:
-            for name, blob, wanted in zip(self.param_names, self.blobs, self.param_propagate_down):
-                if wanted:
-                    mean = blob.asum_diff() / max(blob.count(), 1)
-                    log.info("    [%s] Layer %s, param blob %s diff: %g", phase, self.name, name, mean)
+            for name, blob in zip(self.param_names, self.blobs):
+                mean = blob.asum_diff() / max(blob.count(), 1)
+                log.info("    [%s] Layer %s, param blob %s diff: %g", phase, self.name, name, mean)
 
     def to(self, xp: ModuleType) -> None:
         super().to(xp)
         self._buffers = [backend.to_module(buffer, xp) for buffer in self._buffers]
         self._kept = None
-
-    # --- helpers for the subclasses ----------------------------------------------------------
-    def param_diff(self, index: int) -> Any:
-        """The diff of parameter ``index`` to accumulate into, or None when it learns nothing."""
-        return self.blobs[index].diff if self.param_propagate_down[index] else None

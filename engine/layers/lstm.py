@@ -55,7 +55,7 @@ class LSTMLayer(RecurrentLayer):
         self._kept = (x, cont, x_static, xp.stack(conted), units)
         return outputs, [h, c]
 
-    def run_backward(self, dy: Any, want_x: bool, want_static: bool) -> tuple[Any, Any]:
+    def run_backward(self, dy: Any) -> tuple[Any, Any]:
         xp, steps, streams, hidden = self.xp, self.num_steps, self.num_streams, self.hidden
         x, cont, x_static, conted, units = self._kept
         w_hc = self.blobs[-1].data
@@ -68,15 +68,12 @@ class LSTMLayer(RecurrentLayer):
             if t > 0:  # h_0 gets no gradient: it is an input of the unrolled net
                 dh_next = (gate_diff[t] @ w_hc) * cont[t].reshape(-1, 1)
         flat = gate_diff.reshape(steps * streams, 4 * hidden)
-        grads = [(0, lambda: flat.T @ x), (1, lambda: flat.sum(axis=0))]
-        grads.append((len(self.blobs) - 1, lambda: flat.T @ conted.reshape(steps * streams, hidden)))
+        self.blobs[0].diff += flat.T @ x
+        self.blobs[1].diff += flat.sum(axis=0)
+        self.blobs[-1].diff += flat.T @ conted.reshape(steps * streams, hidden)
+        dx = flat @ self.blobs[0].data
+        if x_static is None:
+            return dx, None
         gate_sum = gate_diff.sum(axis=0)  # x_static's term is shared by every timestep
-        if x_static is not None:
-            grads.append((2, lambda: gate_sum.T @ x_static))
-        for index, grad in grads:
-            diff = self.param_diff(index)
-            if diff is not None:
-                diff += grad()
-        dx = flat @ self.blobs[0].data if want_x else None
-        dx_static = gate_sum @ self.blobs[2].data if want_static else None
-        return dx, dx_static
+        self.blobs[2].diff += gate_sum.T @ x_static
+        return dx, gate_sum @ self.blobs[2].data

@@ -11,7 +11,8 @@ Gradients, with dc = dE/dc_t + dE/dh_t * o * (1 - tanh(c_t)^2):
     dE/dc_{t-1} = dc * f, dE/di' = dc * g * i (1 - i), dE/df' = dc * c_{t-1} * f (1 - f),
     dE/do' = dE/dh_t * tanh(c_t) * o (1 - o), dE/dg' = dc * i * (1 - g^2).
 dE/df' uses the clipped f in both factors, as Caffe's CPU code does; for a binary cont that is the
-exact derivative. There is no gradient for cont.
+exact derivative. There is no gradient for cont. Backward writes both bottom diffs when either is
+wanted (and none when neither is), as Caffe's does.
 """
 
 from __future__ import annotations
@@ -118,10 +119,9 @@ class LSTMUnitLayer(Layer):
         dc_prev = unit_backward(
             xp, state, top[0].diff.reshape(n, hidden), top[1].diff.reshape(n, hidden), gates_diff
         )
-        if propagate_down[0]:
-            bottom[0].diff[...] = dc_prev.reshape(bottom[0].shape)
-        if propagate_down[1]:
-            bottom[1].diff[...] = gates_diff.reshape(bottom[1].shape)
+        # As Caffe's: asked for either, it writes both (c_{t-1}'s and the gate inputs' diffs).
+        bottom[0].diff[...] = dc_prev.reshape(bottom[0].shape)
+        bottom[1].diff[...] = gates_diff.reshape(bottom[1].shape)
 
     def allow_force_backward(self, bottom_index: int) -> bool:
         return bottom_index != 2  # never a gradient for the sequence indicators

@@ -59,7 +59,7 @@ class RNNLayer(RecurrentLayer):
         self._kept = (x, cont, x_static, conted, hs, out)
         return out, [hs[-1]]
 
-    def run_backward(self, dy: Any, want_x: bool, want_static: bool) -> tuple[Any, Any]:
+    def run_backward(self, dy: Any) -> tuple[Any, Any]:
         xp, steps, streams, hidden = self.xp, self.num_steps, self.num_streams, self.hidden
         x, cont, x_static, conted, hs, out = self._kept
         first = 2 + (x_static is not None)
@@ -74,20 +74,14 @@ class RNNLayer(RecurrentLayer):
             if t > 0:  # h_0 gets no gradient: it is an input of the unrolled net
                 dh_next = (dz[t] @ w_hh) * cont[t].reshape(-1, 1)
         flat = dz.reshape(rows, hidden)
+        self.blobs[0].diff += flat.T @ x
+        self.blobs[1].diff += flat.sum(axis=0)
+        self.blobs[first].diff += flat.T @ conted.reshape(rows, hidden)
+        self.blobs[first + 1].diff += d_out.T @ hs.reshape(rows, hidden)
+        self.blobs[first + 2].diff += d_out.sum(axis=0)
+        dx = flat @ self.blobs[0].data
+        if x_static is None:
+            return dx, None
         dz_sum = dz.sum(axis=0)  # x_static's term is shared by every timestep
-        grads = [
-            (0, lambda: flat.T @ x),
-            (1, lambda: flat.sum(axis=0)),
-            (first, lambda: flat.T @ conted.reshape(rows, hidden)),
-            (first + 1, lambda: d_out.T @ hs.reshape(rows, hidden)),
-            (first + 2, lambda: d_out.sum(axis=0)),
-        ]
-        if x_static is not None:
-            grads.append((2, lambda: dz_sum.T @ x_static))
-        for index, grad in grads:
-            diff = self.param_diff(index)
-            if diff is not None:
-                diff += grad()
-        dx = flat @ self.blobs[0].data if want_x else None
-        dx_static = dz_sum @ self.blobs[2].data if want_static else None
-        return dx, dx_static
+        self.blobs[2].diff += dz_sum.T @ x_static
+        return dx, dz_sum @ self.blobs[2].data

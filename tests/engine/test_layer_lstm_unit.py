@@ -87,15 +87,27 @@ def test_fractional_cont_uses_the_clipped_forget_gate_in_its_derivative(xp):
     np.testing.assert_allclose(host(bottom[0].diff)[0], c_term * f, rtol=1e-10)
 
 
-def test_only_the_wanted_bottom_diffs_are_written(xp):
+@pytest.mark.parametrize("wanted", [[False, True, False], [True, False, False]])
+def test_asked_for_either_bottom_diff_both_are_written_as_in_caffe(xp, wanted):
+    """Caffe's Backward returns only when neither is wanted; otherwise it fills both diffs."""
     layer, bottom, top = make_layer(UNIT, xp), unit_bottoms(xp, [1, 1, 0]), blobs(2, xp)
     layer.setup(bottom, top)
     layer.forward(bottom, top)
+    top[0].diff[...] = 0.5
     top[1].diff[...] = 1
-    bottom[0].diff[...] = 7
-    layer.backward(top, [False, True, False], bottom)
-    assert (host(bottom[0].diff) == 7).all()
-    assert np.abs(host(bottom[1].diff)).sum() > 0
+    layer.backward(top, [True, True, False], bottom)
+    full = [host(b.diff).copy() for b in bottom[:2]]
+    for blob in bottom:
+        blob.diff[...] = 7
+    layer.backward(top, wanted, bottom)
+    for blob, want in zip(bottom[:2], full):
+        np.testing.assert_array_equal(host(blob.diff), want)
+    assert (host(bottom[2].diff) == 7).all()
+    for blob in bottom:
+        blob.diff[...] = 7
+    layer.backward(top, [False, False, False], bottom)  # neither: nothing is touched
+    assert all((host(blob.diff) == 7).all() for blob in bottom)
+    assert np.abs(full[0]).sum() > 0 and np.abs(full[1]).sum() > 0
 
 
 def test_no_gradient_for_the_sequence_indicators(xp):

@@ -273,21 +273,44 @@ def test_exposed_states_pass_no_gradient_as_in_caffe(xp, kind):
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "RNN"])
-def test_parameter_diffs_accumulate_and_respect_param_propagate_down(xp, kind):
+def test_diffs_ignore_propagate_down_as_caffes_unrolled_net_does(xp, kind):
+    """Caffe's Backward runs its whole unrolled net: x's diff (shared with it) is written and every
+    parameter diff accumulates, whatever propagate_down and param_propagate_down (lr_mult 0) say."""
     layer, top = make_layer(layer_text(kind), xp), blobs(1, xp)
     x, cont = sequence(xp, 3, 2)
     layer.setup([x, cont], top)
     layer.forward([x, cont], top)
     top[0].diff[...] = 1
-    layer.backward(top, [False, False], [x, cont])
+    layer.backward(top, [True, False], [x, cont])
     once = [host(b.diff).copy() for b in layer.blobs]
-    assert all(np.abs(d).sum() > 0 for d in once)
-    assert not host(x.diff).any()  # x was not asked for
-    layer.param_propagate_down[0] = False
+    dx = host(x.diff).copy()
+    assert all(np.abs(d).sum() > 0 for d in once) and np.abs(dx).sum() > 0
+    x.diff[...] = 0
+    layer.param_propagate_down = [False] * len(layer.blobs)
     layer.backward(top, [False, False], [x, cont])
-    np.testing.assert_allclose(host(layer.blobs[0].diff), once[0])
-    for blob, first in zip(layer.blobs[1:], once[1:]):
+    np.testing.assert_allclose(host(x.diff), dx, rtol=1e-12)
+    for blob, first in zip(layer.blobs, once):
         np.testing.assert_allclose(host(blob.diff), 2 * first, rtol=1e-12)
+
+
+def test_reset_zeroes_the_current_streams_only_as_caffe_does():
+    """Caffe's Reset zeroes count() values of h_T and c_T; a blob keeps its memory as N shrinks,
+    so a stream beyond the reset ones keeps its state when N grows back within the capacity."""
+    layer, top = make_layer(layer_text("LSTM")), blobs(1)
+    x3, cont3 = sequence(np, 2, 3, cont=np.ones((2, 3)))
+    layer.setup([x3, cont3], top)
+    layer.forward([x3, cont3], top)
+    params = params_of(layer)
+    _, h_prev, c_prev = naive_lstm(params, x3.data, cont3.data)
+    x2, cont2 = sequence(np, 2, 2, seed=5, cont=np.zeros((2, 2)))
+    layer.reshape([x2, cont2], top)
+    layer.reset()
+    layer.reshape([x3, cont3], top)
+    layer.forward([x3, cont3], top)
+    h0, c0 = np.zeros_like(h_prev), np.zeros_like(c_prev)
+    h0[2], c0[2] = h_prev[2], c_prev[2]
+    want, _, _ = naive_lstm(params, x3.data, cont3.data, h0=h0, c0=c0)
+    np.testing.assert_allclose(top[0].data, want, rtol=1e-10, atol=1e-12)
 
 
 def test_no_gradient_for_cont():
