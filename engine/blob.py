@@ -38,7 +38,7 @@ def as_shape(shape: Any) -> tuple[int, ...]:
 def shape_string(shape: tuple[int, ...]) -> str:
     """Caffe's way of printing a shape: '2 3 4 5 (120)'."""
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    return " ".join(str(d) for d in shape) + f" ({count})"
+    return "".join(f"{d} " for d in shape) + f"({count})"
 
 
 class Blob:
@@ -138,13 +138,12 @@ class Blob:
             raise ValueError(
                 f"shape mismatch: blob is {shape_string(self.shape)}, proto is {shape_string(shape)}"
             )
-        for field in ("double_data", "data"):
-            values = getattr(proto, field)
-            if len(values):
-                if len(values) != self.count():
-                    raise ValueError(f"BlobProto has {len(values)} values for shape {self.shape}")
-                self.data[...] = self.xp.asarray(np.asarray(values, self.dtype).reshape(self.shape))
-                break
+        # Caffe reads double_data when it has any values, else data, and either must fill the blob.
+        values = proto.double_data if len(proto.double_data) else proto.data
+        if len(values) != self.count():
+            raise ValueError(f"BlobProto has {len(values)} values for shape {shape_string(self.shape)}")
+        if len(values):
+            self.data[...] = self.xp.asarray(np.asarray(values, self.dtype).reshape(self.shape))
         for field in ("double_diff", "diff"):
             values = getattr(proto, field)
             if len(values):

@@ -3,7 +3,9 @@
 Caffe's upgrade_net_proto_text, upgrade_net_proto_binary and upgrade_solver_proto_text in one
 command. A binary caffemodel stays binary; a text file is a net or a solver, told apart by which
 of the two parses it (or, when neither does, which one got further). OUT is written atomically,
-so OUT may be IN. Exit status: 0 done (also when nothing needed upgrading), 2 bad usage or input.
+so OUT may be IN. Exit status: 0 done (also when nothing needed upgrading); 1 written, but the
+upgrade had problems (fields Caffe could not place, listed as warnings), as Caffe's tools return
+``!success``; 2 bad usage or input, nothing written.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def run(args: list[str]) -> int:
             print(f"  {step}")
     else:
         print(f"{source} is already in the latest {kind} format; wrote {target}")
-    return 0
+    return 1 if problems else 0
 
 
 def _upgrade_caffemodel(data: bytes, source: str, target: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""Caffe's automatic upgrade of legacy nets and solvers (BVLC master's upgrade_proto.cpp).
+"""Caffe's automatic upgrade of legacy nets and solvers (Caffe 1.0's upgrade_proto.cpp).
 
 A net goes through the same steps, in the same order, as ``UpgradeNetAsNeeded``:
 
@@ -10,11 +10,14 @@ A net goes through the same steps, in the same order, as ``UpgradeNetAsNeeded``:
 4. input fields: top-level ``input`` + ``input_dim``/``input_shape`` become a first layer
    ``input`` of type ``Input`` (inputs without any shape, as in old caffemodels, are just dropped);
 5. BatchNorm: a BatchNorm layer with three param specs gets ``lr_mult: 0`` and ``decay_mult: 0``
-   on each (names kept: BVLC PR #5184, which replaced the older "clear the param specs" rule).
+   on each (names kept: BVLC PR #5184, merged before the 1.0 release, replaced the older rule that
+   cleared the param specs).
 
 A solver's ``solver_type`` enum becomes the ``type`` string; both at once is an error, as in Caffe.
 Where Caffe aborts, these raise FormatError; where it logs "had one or more problems ...;
-continuing anyway", the problem is listed in the result and the upgrade goes on.
+continuing anyway", the problem is listed in the result and the upgrade goes on. Each step logs
+Caffe's own INFO lines ("Attempting to upgrade input file specified using deprecated ...: FILE",
+then its success or its problems) on the ``proto.upgrade`` logger.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from proto import caffe_pb2
 from proto.errors import FormatError
@@ -68,6 +71,8 @@ V1_PARAMS = (
 _DATA_LAYERS = {V1.DATA: "data_param", V1.IMAGE_DATA: "image_data_param", V1.WINDOW_DATA: "window_data_param"}
 _TRANSFORM_FIELDS = ("scale", "mean_file", "crop_size", "mirror")
 _SHARE_MODES = {V1.STRICT: caffe_pb2.ParamSpec.STRICT, V1.PERMISSIVE: caffe_pb2.ParamSpec.PERMISSIVE}
+
+_DEPRECATED = "input file specified using deprecated "  # Caffe's words in its upgrade log lines
 
 SOLVER_TYPES: dict[int, str] = {
     caffe_pb2.SolverParameter.SGD: "SGD",
@@ -129,30 +134,51 @@ def net_needs_upgrade(net: caffe_pb2.NetParameter) -> bool:
 
 
 def upgrade_net(net: caffe_pb2.NetParameter, source: str = "<net>", *, copy: bool = True) -> NetUpgrade:
-    """Upgrade a net as Caffe does; ``copy=False`` may reuse and modify ``net`` (for big caffemodels)."""
+    """Upgrade a net as Caffe does; ``copy=False`` may reuse and modify ``net`` (for big caffemodels).
+
+    Each step logs, at INFO on the ``proto.upgrade`` logger, the lines Caffe's ``UpgradeNetAsNeeded``
+    logs for it (the attempt naming ``source``, then its success or its problems).
+    """
     if copy:
         net = _copy(net)
     steps: list[str] = []
     problems: list[str] = []
+
+    def attempt(step: str, what: str) -> int:
+        steps.append(step)
+        log.info("Attempting to upgrade %s: %s", what, source)
+        return len(problems)
+
+    def done(before: int, success: str, failure: str = "") -> None:
+        for problem in problems[before:]:
+            log.info("%s: %s", source, problem)
+        if failure and len(problems) > before:
+            log.info(
+                "Warning: had one or more problems upgrading %s (see above); continuing anyway.", failure
+            )
+        else:
+            log.info("Successfully upgraded %s", success)
+
     if net_needs_v0_to_v1_upgrade(net):
+        before = attempt(STEP_V0, _DEPRECATED + "V0LayerParameter")
         net = upgrade_v0_net(net, source, problems)
-        steps.append(STEP_V0)
+        done(before, "file specified using deprecated V0LayerParameter", "V0NetParameter to NetParameter")
     if net_needs_data_upgrade(net):
+        before = attempt(STEP_DATA, _DEPRECATED + "transformation parameters")
         _upgrade_data_transformation(net)
-        steps.append(STEP_DATA)
+        done(before, "file specified using deprecated data transformation parameters.")
     if net_needs_v1_to_v2_upgrade(net):
+        before = attempt(STEP_V1, _DEPRECATED + "V1LayerParameter")
         net = _upgrade_v1_net(net, source, problems)
-        steps.append(STEP_V1)
+        done(before, "file specified using deprecated V1LayerParameter", "V1LayerParameter")
     if net_needs_input_upgrade(net):
+        before = attempt(STEP_INPUT, _DEPRECATED + "input fields")
         _upgrade_input(net, source)
-        steps.append(STEP_INPUT)
+        done(before, "file specified using deprecated input fields.")
     if net_needs_batch_norm_upgrade(net):
+        before = attempt(STEP_BATCHNORM, "batch norm layers using deprecated params")
         _upgrade_batch_norm(net)
-        steps.append(STEP_BATCHNORM)
-    for step in steps:
-        log.info("%s: upgraded %s", source, step)
-    for problem in problems:
-        log.info("%s: upgrade problem: %s", source, problem)
+        done(before, "batch norm layers using deprecated params.")
     return NetUpgrade(net, tuple(steps), tuple(problems))
 
 
@@ -177,6 +203,9 @@ def upgrade_solver(solver: caffe_pb2.SolverParameter, source: str = "<solver>") 
     if not solver_needs_upgrade(out):
         return SolverUpgrade(out)
     name = caffe_pb2.SolverParameter.SolverType.Name(out.solver_type)
+    log.info(
+        "Attempting to upgrade input file specified using deprecated 'solver_type' field (enum)': %s", source
+    )
     if out.HasField("type"):
         raise FormatError(
             source,
@@ -185,7 +214,10 @@ def upgrade_solver(solver: caffe_pb2.SolverParameter, source: str = "<solver>") 
         )
     out.type = SOLVER_TYPES[out.solver_type]
     out.ClearField("solver_type")
-    log.info("%s: upgraded %s", source, STEP_SOLVER_TYPE)
+    log.info(
+        "Successfully upgraded file specified using deprecated 'solver_type' field (enum) "
+        "to 'type' field (string)."
+    )
     return SolverUpgrade(out, (STEP_SOLVER_TYPE,))
 
 
@@ -219,6 +251,15 @@ def _copy(message: _M) -> _M:
     return out
 
 
+def _copy_field(message: Any, field: Any, value: Any) -> None:
+    if field.is_repeated:
+        getattr(message, field.name).extend(value)
+    elif field.message_type is not None:
+        getattr(message, field.name).CopyFrom(value)
+    else:
+        setattr(message, field.name, value)
+
+
 def _upgrade_data_transformation(net: caffe_pb2.NetParameter) -> None:
     for layer in net.layers:
         name = _DATA_LAYERS.get(layer.type)
@@ -236,11 +277,14 @@ def _upgrade_data_transformation(net: caffe_pb2.NetParameter) -> None:
 
 def _upgrade_v1_net(net: caffe_pb2.NetParameter, source: str, problems: list[str]) -> caffe_pb2.NetParameter:
     if len(net.layer) > 0:
-        problems.append("the net has both V1 'layers' and 'layer' fields; the 'layer' fields are dropped")
+        problems.append(
+            "Input NetParameter to be upgraded already specifies 'layer' fields; these will be ignored "
+            "for the upgrade (the net mixes V1 'layers' and current 'layer' entries)"
+        )
     out = caffe_pb2.NetParameter()
-    out.CopyFrom(net)
-    del out.layers[:]
-    del out.layer[:]
+    for field, value in net.ListFields():  # all but the layers: a caffemodel's blobs are copied once
+        if field.name not in ("layers", "layer"):
+            _copy_field(out, field, value)
     for index, v1 in enumerate(net.layers):
         _upgrade_v1_layer(v1, out.layer.add(), source, problems, index)
     return out
@@ -283,7 +327,10 @@ def _upgrade_v1_layer(
         if v1.HasField(name):
             getattr(layer, name).CopyFrom(getattr(v1, name))
     if v1.HasField("layer"):
-        problems.append(f'layer {index} ("{v1.name}") still holds a V0 layer, which is ignored')
+        problems.append(
+            f'Upgrade of input layer {index} ("{v1.name}") failed: '
+            "Input NetParameter has V0 layer -- ignoring."
+        )
 
 
 def _upgrade_input(net: caffe_pb2.NetParameter, source: str) -> None:

@@ -134,7 +134,7 @@ def fold_padding_layers(net: caffe_pb2.NetParameter, source: str) -> caffe_pb2.N
             out.layers.add().CopyFrom(connection)
         for j, blob in enumerate(connection.bottom):
             if blob not in last_producer:
-                raise FormatError(source, f'V0 layer {i} ("{v0.name}") reads unknown blob "{blob}"')
+                raise FormatError(source, f'Unknown blob input {blob} to V0 layer {i} ("{v0.name}")')
             producer = last_producer[blob]
             if producer == -1 or net.layers[producer].layer.type != "padding":
                 continue
@@ -153,13 +153,17 @@ def _check_padding_use(padding: Any, consumer: Any, source: str) -> None:
     if consumer.layer.type not in ("conv", "pool"):
         raise FormatError(
             source,
-            f'padding layer "{padding.layer.name}" feeds "{name}" of type "{consumer.layer.type}"; '
-            "only conv and pool layers can take a padding layer's output",
+            f"Padding layer input to non-convolutional / non-pooling layer type {consumer.layer.type} "
+            f'(padding layer "{padding.layer.name}" feeds layer "{name}")',
         )
     if len(consumer.bottom) != 1:
-        raise FormatError(source, f'layer "{name}" reads a padding layer and must have exactly one bottom')
+        raise FormatError(
+            source, f'layer "{name}" reads a padding layer: Conv Layer takes a single blob as input.'
+        )
     if len(padding.bottom) != 1 or len(padding.top) != 1:
-        raise FormatError(source, f'padding layer "{padding.layer.name}" must have one bottom and one top')
+        raise FormatError(
+            source, f'padding layer "{padding.layer.name}" must take a single blob and produce a single blob'
+        )
 
 
 def upgrade_v0_layer(
@@ -180,7 +184,7 @@ def upgrade_v0_layer(
     kind = v0.type
     if v0.HasField("type"):
         if kind not in V0_LAYER_TYPES:
-            raise FormatError(source, f'V0 layer "{v0.name}" has unknown type "{kind}"')
+            raise FormatError(source, f'Unknown layer name: {kind} (the type of V0 layer "{v0.name}")')
         out.type = V0_LAYER_TYPES[kind]
     out.blobs.extend(v0.blobs)
     out.blobs_lr.extend(v0.blobs_lr)
@@ -190,7 +194,8 @@ def upgrade_v0_layer(
             continue
         target = targets.get(kind) or targets.get(_ANY)
         if target is None:
-            problems.append(f'layer "{v0.name}": V0 field {field} does not apply to type "{kind}"; dropped')
+            word = "shuffle" if field == "shuffle_images" else field  # Caffe's own name for it
+            problems.append(f'Unknown parameter {word} for layer type {kind} (layer "{v0.name}"); dropped')
             continue
         message_name, target_field = target
         _put(getattr(out, message_name), target_field, field, getattr(v0, field))

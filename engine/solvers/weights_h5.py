@@ -44,7 +44,8 @@ def copy_trained_layers_from_hdf5(net: Net, path: str | os.PathLike[str]) -> Non
         if not net.has_layer(name):
             log.info("Ignoring source layer %s", name)
             continue
-        layer_id = net.layer_names.index(name)
+        # Caffe's HDF5 reader fills the LAST layer of a name (its binary reader the first).
+        layer_id = len(net.layer_names) - 1 - net.layer_names[::-1].index(name)
         blobs = net.layers[layer_id].blobs
         if len(datasets) > len(blobs):
             raise NetError(f"{os.fspath(path)}: Incompatible number of blobs for layer {name}")

@@ -84,3 +84,13 @@ def test_gpu_mode_without_a_gpu_is_a_clear_error():
     with pytest.raises(backend.BackendError) as info:
         backend.set_mode_gpu()
     assert str(info.value) == reason and backend.mode() == "cpu"
+
+
+def test_blob_proto_must_fill_the_blob_and_shapes_print_as_caffe_prints_them():
+    from engine.blob import shape_string
+
+    empty = caffe_pb2.BlobProto()
+    empty.shape.dim.extend([2, 3])
+    with pytest.raises(ValueError, match="0 values for shape 2 3 \\(6\\)"):
+        Blob((1,)).from_proto(empty)  # Caffe: CHECK_EQ(count_, proto.data_size())
+    assert shape_string(()) == "(1)" and shape_string((2, 3)) == "2 3 (6)"

@@ -170,3 +170,20 @@ def test_solver_weights_field_is_loaded_into_train_and_test_nets(tmp_path):
     for net in (solver.net, solver.test_nets[0]):
         for mine, theirs in zip(net.params, donor.net.params):
             np.testing.assert_array_equal(mine.data, theirs.data)
+
+
+def test_hdf5_weights_fill_the_last_layer_of_a_repeated_name(tmp_path):
+    """Caffe's HDF5 reader looks names up in a map that the last layer of a name wins."""
+    text = """
+    layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 2 } } }
+    layer { name: "fc" type: "InnerProduct" bottom: "x" top: "a" inner_product_param { num_output: 2 } }
+    layer { name: "fc" type: "InnerProduct" bottom: "a" top: "b" inner_product_param { num_output: 2 } }
+    """
+    net = Net(text_format.Parse(text, caffe_pb2.NetParameter()), phase=caffe_pb2.TEST)
+    path = tmp_path / "w.caffemodel.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("data/fc/0", data=np.full((2, 2), 7, np.float32))
+        f.create_dataset("data/fc/1", data=np.full((2,), 7, np.float32))
+    copy_trained_layers_from_file(net, path)
+    first, last = net.layers[1].blobs[0].data, net.layers[2].blobs[0].data
+    assert np.all(last == 7) and not np.all(first == 7)

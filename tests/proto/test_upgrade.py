@@ -320,3 +320,39 @@ def test_tables_cover_the_schema():
         for message, target in targets.values():
             sub = v1.DESCRIPTOR.fields_by_name[message].message_type
             assert target is None or target in sub.fields_by_name, (field, message, target)
+
+
+def test_v1_step_keeps_every_net_level_field():
+    net = _net('name: "n" force_backward: true debug_info: true state { phase: TEST level: 2 stage: "s" } '
+               'layers { name: "r" type: RELU blobs { data: 1 shape { dim: 1 } } }')  # fmt: skip
+    out = upgrade.upgrade_net(net).net
+    assert (out.name, out.force_backward, out.debug_info) == ("n", True, True)
+    assert (out.state.phase, out.state.level, list(out.state.stage)) == (caffe_pb2.TEST, 2, ["s"])
+    assert [list(b.data) for b in out.layer[0].blobs] == [[1.0]] and not out.layers
+
+
+def test_each_step_logs_caffes_lines(caplog):
+    net = _net('input: "x" input_dim: 1 input_dim: 1 input_dim: 1 input_dim: 1 '
+               'layers { name: "d" type: DATA data_param { mirror: true } } '
+               'layer { name: "bn" type: "BatchNorm" param {} param {} param {} }')  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="proto.upgrade"):
+        upgrade.upgrade_net(net, "old.prototxt")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Attempting to upgrade input file specified using deprecated transformation parameters: old.prototxt",
+        "Successfully upgraded file specified using deprecated data transformation parameters.",
+        "Attempting to upgrade input file specified using deprecated V1LayerParameter: old.prototxt",
+        "old.prototxt: Input NetParameter to be upgraded already specifies 'layer' fields; these will be "
+        "ignored for the upgrade (the net mixes V1 'layers' and current 'layer' entries)",
+        "Warning: had one or more problems upgrading V1LayerParameter (see above); continuing anyway.",
+        "Attempting to upgrade input file specified using deprecated input fields: old.prototxt",
+        "Successfully upgraded file specified using deprecated input fields.",
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="proto.upgrade"):
+        upgrade.upgrade_net(
+            _net('layer { name: "bn" type: "BatchNorm" param {} param {} param {} }'), "bn.prototxt"
+        )
+    assert [r.getMessage() for r in caplog.records] == [
+        "Attempting to upgrade batch norm layers using deprecated params: bn.prototxt",
+        "Successfully upgraded batch norm layers using deprecated params.",
+    ]
