@@ -9,34 +9,59 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 PHASES = ("TRAIN", "TEST")
+CAFFE_COMMANDS = ("train", "test", "time", "device_query")
+# Caffe's flags that take a value (gflags reads them anywhere on the line, before the command too).
+CAFFE_VALUE_FLAGS = (
+    "solver", "weights", "snapshot", "gpu", "model", "phase", "level", "stage", "iterations",
+    "sigint_effect", "sighup_effect",
+)  # fmt: skip
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that refuses bad input in one line (no usage block) with exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _flag(p: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
+    """A Caffe flag, spelt as gflags accepts it: -name, --name, -name=V or --name=V."""
+    p.add_argument(f"--{name}", f"-{name}", dest=name, **kwargs)  # type: ignore[arg-type]
+
+
+def _caffe_flags(p: argparse.ArgumentParser, command: str) -> None:
+    """Every `caffe` command accepts every flag (gflags is global); each uses only its own."""
+    _flag(p, "solver", default="", help="the solver definition (prototxt)")
+    _flag(p, "model", default="", help="the model definition (prototxt)")
+    _flag(p, "weights", default="", help="caffemodel(s) to start from, separated by ','")
+    _flag(p, "snapshot", default="", help="a .solverstate to resume training from")
+    _flag(
+        p, "gpu", default="", nargs="?", const="0",
+        help="GPU ids separated by ',' or 'all' (one GPU is used here); no value means 0",
+    )  # fmt: skip
+    _flag(p, "phase", default="", help="TRAIN or TEST (only `time` uses it; default TRAIN)")
+    _flag(p, "level", type=int, default=0, help="the network level (default 0)")
+    _flag(p, "stage", action="append", help="network stages, separated by ',' (repeatable)")
+    _flag(p, "iterations", type=int, default=50, help="batches to run (default 50)")
+    _flag(p, "sigint_effect", default="stop", help="on SIGINT: stop, snapshot or none (default stop)")
+    _flag(p, "sighup_effect", default="snapshot", help="on SIGHUP: stop, snapshot or none (default snapshot)")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="main.py", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("train", help="train a net from a solver, logging as Caffe does")
-    p.add_argument("--solver", required=True)
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--weights")
-    group.add_argument("--snapshot")
-    p.add_argument("--gpu", action="store_true")
-
-    p = sub.add_parser("test", help="score a trained net on its TEST phase")
-    p.add_argument("--model", required=True)
-    p.add_argument("--weights", required=True)
-    p.add_argument("--iterations", type=int, default=50)
-    p.add_argument("--gpu", action="store_true")
-
-    p = sub.add_parser("time", help="per-layer forward/backward timing")
-    p.add_argument("--model", required=True)
-    p.add_argument("--iterations", type=int, default=50)
-    p.add_argument("--phase", choices=PHASES, default="TRAIN")
-    p.add_argument("--gpu", action="store_true")
-
-    sub.add_parser("device_query", help="which backends are usable")
+    parser = _Parser(prog="main.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    helps = {
+        "train": "train or finetune a model from a solver, logging as `caffe train` does",
+        "test": "score a model on its TEST phase, as `caffe test` does",
+        "time": "benchmark every layer's forward and backward, as `caffe time` does",
+        "device_query": "which backends are usable; Caffe's GPU report for --gpu",
+    }
+    for command in CAFFE_COMMANDS:
+        _caffe_flags(sub.add_parser(command, help=helps[command], allow_abbrev=False), command)
 
     p = sub.add_parser("splits", help="print the net after phase filtering and InsertSplits")
     p.add_argument("net")
@@ -60,12 +85,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _not_yet(issue: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        print(f"error: `{args.command}` is not available yet ({issue})", file=sys.stderr)
-        return 2
+def _command_first(argv: list[str]) -> list[str]:
+    """gflags takes flags anywhere, so `caffe --solver=s.prototxt train` works: move the command word
+    to the front when Caffe flags come before it."""
+    if not argv or not argv[0].startswith("-") or argv[0] in ("-h", "--help"):
+        return argv
+    for i, word in enumerate(argv):
+        if word not in CAFFE_COMMANDS:
+            continue
+        before = argv[i - 1] if i else ""
+        takes_value = before.lstrip("-") in CAFFE_VALUE_FLAGS and "=" not in before
+        if not takes_value:
+            return [word, *argv[:i], *argv[i + 1 :]]
+    return argv
 
-    return run
+
+def _check_caffe_flags(args: argparse.Namespace) -> str | None:
+    if args.command == "time" and args.phase not in ("", *PHASES):
+        return 'phase must be "TRAIN" or "TEST"'
+    if args.command == "train":
+        for flag in ("sigint_effect", "sighup_effect"):
+            if getattr(args, flag) not in ("stop", "snapshot", "none"):
+                return f'Invalid signal effect "{getattr(args, flag)}" was specified for --{flag}'
+    return None
 
 
 def _command(name: str) -> Callable[[argparse.Namespace], int]:
@@ -85,19 +127,26 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         "train": "train",
         "test": "score",
     }
-    if name in modules:
-        import importlib
+    import importlib
 
-        return importlib.import_module(f"engine.cli.{modules[name]}").run
-    return _not_yet("the graph editor issue")
+    return importlib.import_module(f"engine.cli.{modules[name]}").run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = _command_first(list(sys.argv[1:] if argv is None else argv))
     args = _parser().parse_args(argv)
     if args.command is None:
         from app.main_window import run_app
 
         return run_app()
+    if args.command in CAFFE_COMMANDS:
+        problem = _check_caffe_flags(args)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+        from engine.cli import glog
+
+        glog.install()
     from engine.errors import EngineError
     from proto.errors import FormatError
 

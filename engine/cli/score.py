@@ -1,61 +1,81 @@
-"""`main.py test --model M --weights W --iterations N [--gpu]`, printing as `caffe test` does."""
+"""`main.py test --model M --weights W [--iterations N] [--gpu G] [--stage S] [--level N]`, as `caffe test`.
+
+The net is built in the TEST phase; for each of N batches every element of every output blob is
+logged as "Batch K, NAME = X"; then "Loss: X" (the mean of the forward losses) and, per output
+element, the mean "NAME = X", with " (* W = Y loss)" for outputs that carry a loss weight. Sums and
+means are kept in float32, as Caffe keeps them, so the printed 6 significant digits agree.
+"""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 
+import numpy as np
+
 from engine import backend
-from engine.cli import glog
-from engine.cli.common import read_net
+from engine.cli import common, glog
 from engine.cli.train import provide_bundled_mnist
-from engine.errors import EngineError
 from engine.net import Net
 from proto import caffe_pb2
 
+f32 = np.float32
+
 
 def score(net: Net, iterations: int, say: Callable[[str], None]) -> dict[str, float]:
-    totals: list[float] = []
+    """Caffe's scoring loop; returns the mean of each output element, keyed NAME (or NAME[i])."""
+    totals: list[np.float32] = []
     owners: list[int] = []
-    loss = 0.0
+    loss = f32(0)
     say(f"Running for {iterations} iterations.")
     for i in range(iterations):
-        loss += net.forward_from_to()
+        loss += f32(net.forward_from_to())
         idx = 0
         for j, blob_id in enumerate(net.output_blob_indices):
             name = net.blob_names[blob_id]
-            for value in backend.to_host(net.blob_list[blob_id].data).ravel():
+            for value in backend.to_host(net.blob_list[blob_id].data).astype(f32).ravel():
                 if i == 0:
-                    totals.append(float(value))
+                    totals.append(value)
                     owners.append(j)
                 else:
-                    totals[idx] += float(value)
+                    totals[idx] += value
                 idx += 1
                 say(f"Batch {i}, {name} = {value:g}")
-    say(f"Loss: {loss / iterations:g}")
+    say(f"Loss: {loss / f32(iterations):g}")
     means: dict[str, float] = {}
-    for total, j in zip(totals, owners):
+    for k, (total, j) in enumerate(zip(totals, owners)):
         blob_id = net.output_blob_indices[j]
         name = net.blob_names[blob_id]
-        weight = net.blob_loss_weights[blob_id]
-        mean = total / iterations
+        weight = f32(net.blob_loss_weights[blob_id])
+        mean = total / f32(iterations)
         suffix = f" (* {weight:g} = {weight * mean:g} loss)" if weight else ""
         say(f"{name} = {mean:g}{suffix}")
-        means.setdefault(name, mean)
+        element = k - owners.index(j)  # the index within its blob
+        means[name if net.blob_list[blob_id].count() == 1 else f"{name}[{element}]"] = float(mean)
     return means
 
 
 def run(args: argparse.Namespace) -> int:
-    from proto import binaryio
-
-    if args.iterations < 1:
-        raise EngineError("--iterations must be at least 1")
-    if args.gpu:
-        backend.set_mode_gpu()
-    say = glog.printer("caffe.cpp:0")
-    param = read_net(args.model)
+    say = glog.tool_printer(330)
+    if not args.model:
+        raise common.CliError("Need a model definition to score.")
+    if not args.weights:
+        raise common.CliError("Need model weights to score.")
+    common.check_iterations(args.iterations)
+    stages = common.stages_from_flags(args.stage)
+    common.require_file(args.model, "--model")
+    param = common.net_for(args.model, caffe_pb2.TEST, args.level, stages)
+    copy_weights = common.read_weights(args.weights)
+    gpus = common.use_single_gpu(common.parse_gpus(args.gpu), say)
+    if gpus:
+        say(f"Use GPU with device ID {gpus[0]}")
+        say(f"GPU device name: {common.device_properties(gpus[0])['name']}")
+        common.set_device(gpus[0])
+    else:
+        say("Use CPU.")
+        backend.set_mode_cpu()
     provide_bundled_mnist([param], say)
-    net = Net(param, phase=caffe_pb2.TEST)
-    net.copy_trained_layers_from(binaryio.read_caffemodel(args.weights))
+    net = Net(param)
+    copy_weights(net)
     score(net, args.iterations, say)
     return 0

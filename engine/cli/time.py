@@ -1,7 +1,9 @@
-"""`main.py time --model M --iterations N [--gpu]`: Caffe's per-layer benchmark.
+"""`main.py time --model M [--iterations N] [--phase P] [--gpu G] [--stage S] [--level N]`, as `caffe time`.
 
-As `caffe time`: one forward and backward to warm up, then N timed iterations of every layer's
-forward and backward (backward runs for every layer, needed or not), averaged per layer.
+One forward and one backward to settle memory, then N iterations that time every layer's forward
+(reshape included, as Layer::Forward does it) and then every layer's backward in reverse order;
+backward runs for every layer, whether the net has a loss or not (Caffe 1.0 has no forward-only
+mode). Times are averaged per layer and printed with 6 significant digits, as Caffe prints them.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import time
 from collections.abc import Callable
 
 from engine import backend
-from engine.cli.common import phase_value, read_net
-from engine.errors import EngineError
+from engine.cli import common, glog
 from engine.net import Net
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1e3
 
 
 def benchmark(net: Net, iterations: int, say: Callable[[str], None] = print) -> dict[str, float]:
@@ -36,39 +41,50 @@ def benchmark(net: Net, iterations: int, say: Callable[[str], None] = print) -> 
             layer.reshape(net.bottom_vecs[i], net.top_vecs[i])
             layer.forward(net.bottom_vecs[i], net.top_vecs[i])
             backend.synchronize()
-            forward_ms[i] += (time.perf_counter() - t) * 1e3
-        forward_total += (time.perf_counter() - iter_start) * 1e3
+            forward_ms[i] += _ms(t)
+        forward_total += _ms(iter_start)
         back_start = time.perf_counter()
         for i in range(n - 1, -1, -1):
             t = time.perf_counter()
             net.layers[i].backward(net.top_vecs[i], net.bottom_need_backward[i], net.bottom_vecs[i])
             backend.synchronize()
-            backward_ms[i] += (time.perf_counter() - t) * 1e3
-        backward_total += (time.perf_counter() - back_start) * 1e3
-        say(f"Iteration: {it} forward-backward time: {(time.perf_counter() - iter_start) * 1e3:.3f} ms.")
+            backward_ms[i] += _ms(t)
+        backward_total += _ms(back_start)
+        say(f"Iteration: {it} forward-backward time: {_ms(iter_start):g} ms.")
     say("Average time per layer: ")
     for i, name in enumerate(net.layer_names):
-        say(f"{name:>10}\tforward: {forward_ms[i] / iterations:.5f} ms.")
-        say(f"{name:>10}\tbackward: {backward_ms[i] / iterations:.5f} ms.")
-    total_ms = (time.perf_counter() - total_start) * 1e3
+        say(f"{name:>10}\tforward: {forward_ms[i] / iterations:g} ms.")
+        say(f"{name:>10}\tbackward: {backward_ms[i] / iterations:g} ms.")
+    total_ms = _ms(total_start)
     result = {
         "forward": forward_total / iterations,
         "backward": backward_total / iterations,
         "forward_backward": total_ms / iterations,
+        "total": total_ms,
     }
-    say(f"Average Forward pass: {result['forward']:.5f} ms.")
-    say(f"Average Backward pass: {result['backward']:.5f} ms.")
-    say(f"Average Forward-Backward: {result['forward_backward']:.5f} ms.")
-    say(f"Total Time: {total_ms:.3f} ms.")
+    say(f"Average Forward pass: {result['forward']:g} ms.")
+    say(f"Average Backward pass: {result['backward']:g} ms.")
+    say(f"Average Forward-Backward: {result['forward_backward']:g} ms.")
+    say(f"Total Time: {total_ms:g} ms.")
     say("*** Benchmark ends ***")
     return result
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.iterations < 1:
-        raise EngineError("--iterations must be at least 1")
-    if args.gpu:
-        backend.set_mode_gpu()
-    net = Net(read_net(args.model), phase=phase_value(args.phase))
-    benchmark(net, args.iterations)
+    say = glog.tool_printer(341)
+    if not args.model:
+        raise common.CliError("Need a model definition to time.")
+    common.check_iterations(args.iterations)
+    phase = common.phase_value(args.phase or "TRAIN")
+    stages = common.stages_from_flags(args.stage)
+    common.require_file(args.model, "--model")
+    param = common.net_for(args.model, phase, args.level, stages)
+    gpus = common.use_single_gpu(common.parse_gpus(args.gpu), say)
+    if gpus:
+        say(f"Use GPU with device ID {gpus[0]}")
+        common.set_device(gpus[0])
+    else:
+        say("Use CPU.")
+        backend.set_mode_cpu()
+    benchmark(Net(param), args.iterations, say)
     return 0

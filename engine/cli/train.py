@@ -1,4 +1,12 @@
-"""`main.py train --solver S [--weights W | --snapshot X] [--gpu]`, logging as `caffe train` does."""
+"""`main.py train --solver S [--weights A,B | --snapshot X] [--gpu G] [--stage S] [--level N]`,
+run and logged as Caffe 1.0's `caffe train`.
+
+The order is Caffe's: read the solver, put --level and --stage into its train_state, pick the
+device (--gpu, else the solver's solver_mode/device_id), install the SIGINT/SIGHUP handler, build
+the solver, restore the snapshot or copy the weights, solve, and log "Optimization Done." (the
+solver logs it too, so it appears twice, as in Caffe). A stop by signal snapshots where Caffe does
+(snapshot_after_train, unless the last iteration was just snapshotted) and exits with 0.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +15,13 @@ import os
 from collections.abc import Callable, Iterable
 
 from engine import backend
-from engine.cli import glog
-from engine.errors import EngineError
+from engine.cli import common, glog
+from engine.cli.signals import SignalHandler
+from engine.net import Net
 from engine.solvers import Solver, create_solver
 from proto import caffe_pb2
+
+say = glog.tool_printer(210)
 
 
 def resolve(path: str, beside: str) -> str:
@@ -62,29 +73,93 @@ def provide_bundled_mnist(nets: Iterable[caffe_pb2.NetParameter], say: Callable[
     say(f"Using the bundled MNIST in {paths.DATA_ROOT}")
 
 
-def copy_weights(solver: Solver, paths: str) -> None:
-    """`--weights a,b`: copy each file's layers into the train net and every test net."""
-    from proto import binaryio
+def weight_files(flag: str) -> list[str]:
+    """`--weights a,b`: the files, in order (Caffe splits on ',' and copies each in turn)."""
+    return flag.split(",")
 
-    for path in paths.split(","):
-        weights = binaryio.read_caffemodel(path)
+
+def copy_weights(solver: Solver, weights: list[tuple[str, Callable[[Net], None]]]) -> None:
+    """Copy each file's layers into the train net and every test net, the later files winning."""
+    for path, copy in weights:
+        say(f"Finetuning from {path}")
         for net in [solver.net, *solver.test_nets]:
-            net.copy_trained_layers_from(weights)
+            copy(net)
+
+
+def check_inputs(args: argparse.Namespace, param: caffe_pb2.SolverParameter) -> None:
+    """Refuse missing files and an unwritable snapshot folder before anything is built or logged."""
+    for field in ("net", "train_net"):
+        if param.HasField(field):
+            common.require_file(getattr(param, field), f"{args.solver}: {field}")
+    for path in param.test_net:
+        common.require_file(path, f"{args.solver}: test_net")
+    if args.snapshot:
+        common.require_file(args.snapshot, "--snapshot")
+    if param.snapshot or param.snapshot_after_train:
+        folder = os.path.dirname(param.snapshot_prefix) or "."
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise common.CliError(
+                f"Cannot write to snapshot prefix '{param.snapshot_prefix}'. "
+                "Make sure that the directory exists and is writeable."
+            )
+
+
+def choose_device(args: argparse.Namespace, param: caffe_pb2.SolverParameter) -> list[int]:
+    """--gpu, else a solver that sets solver_mode: GPU (its device_id, or 0); [] is the CPU.
+
+    Where the solver asks for a GPU and none is usable here, train on the CPU and say so (Caffe
+    built without CUDA would refuse); an explicit --gpu without a GPU is refused.
+    """
+    flag = args.gpu
+    if not flag and param.HasField("solver_mode") and param.solver_mode == caffe_pb2.SolverParameter.GPU:
+        flag = str(param.device_id)
+        reason = backend.gpu_unavailable_reason()
+        if reason:
+            glog.warning(f"The solver asks for GPU {flag} (solver_mode: GPU) but {reason}; using the CPU.")
+            return []
+    return common.parse_gpus(flag)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.gpu:
-        backend.set_mode_gpu()
+    if not args.solver:
+        raise common.CliError("Need a solver definition to train.")
+    if args.snapshot and args.weights:
+        raise common.CliError("Give a snapshot to resume training or weights to finetune but not both.")
+    stages = common.stages_from_flags(args.stage)
+    common.require_file(args.solver, "--solver")
     param = read_solver(args.solver)
-    say = glog.printer("solver.cpp:0")
-    say(f"Using {'GPU' if args.gpu else 'CPU'}")
-    provide_bundled_mnist(solver_nets(param), say)
-    try:
-        solver = create_solver(param, log_fn=say)
-    except EngineError:
-        raise
-    if args.weights:
-        copy_weights(solver, args.weights)
-    say("Starting Optimization")
-    solver.solve(args.snapshot)
+    param.train_state.level = args.level
+    param.train_state.stage.extend(stages)
+    if args.snapshot or args.weights:  # the flags replace the solver's own `weights`, as caffe.cpp does
+        param.ClearField("weights")
+    check_inputs(args, param)
+    nets = solver_nets(param)  # read here, so a bad net is refused before anything is logged
+    weights = (
+        [(path, common.read_weights(path)) for path in weight_files(args.weights)] if args.weights else []
+    )
+    gpus = choose_device(args, param)
+    handler = SignalHandler(args.sigint_effect, args.sighup_effect)
+    if not gpus:
+        say("Use CPU.")
+        backend.set_mode_cpu()
+    else:
+        say(f"Using GPUs {', '.join(map(str, gpus))}")
+        for device in gpus:
+            say(f"GPU {device}: {common.device_properties(device)['name']}")
+        if len(gpus) > 1:
+            glog.warning(f"One GPU trains here (no multi-GPU data parallelism): using GPU {gpus[0]} only.")
+        param.device_id = gpus[0]
+        common.set_device(gpus[0])
+    provide_bundled_mnist(nets, say)
+    with handler:
+        solver = create_solver(param, log_fn=glog.solver_printer)
+        solver.action = handler.action
+        if args.snapshot:
+            say(f"Resuming from {args.snapshot}")
+            solver.restore(args.snapshot)
+        elif weights:
+            copy_weights(solver, weights)
+        say("Starting Optimization")
+        solver.solve()
+    say("Optimization Done.")
     return 0
