@@ -276,7 +276,8 @@ class Solver:
             name = self.net.blob_names[blob_id]
             weight = self.net.blob_loss_weights[blob_id]
             for value in backend.to_host(self.net.blob_list[blob_id].data).ravel():
-                suffix = f" (* {weight:g} = {weight * value:g} loss)" if weight else ""
+                w, v = self.real(weight), self.real(value)  # Caffe forms the product in Dtype
+                suffix = f" (* {w:g} = {w * v:g} loss)" if weight else ""
                 self.say(f"    Train net output #{score_index}: {name} = {value:g}{suffix}")
                 score_index += 1
 
@@ -371,8 +372,10 @@ class Solver:
             name = net.blob_names[blob_id]
             weight = net.blob_loss_weights[blob_id]
             for value in backend.to_host(total):
-                mean = float(value / value.dtype.type(iterations))
-                suffix = f" (* {weight:g} = {weight * mean:g} loss)" if weight else ""
+                mean_dtype = value / value.dtype.type(iterations)
+                mean = float(mean_dtype)
+                w = self.real(weight)
+                suffix = f" (* {w:g} = {w * self.real(mean_dtype):g} loss)" if weight else ""
                 self.say(f"    Test net output #{index}: {name} = {mean:g}{suffix}")
                 results[name if total.size == 1 else f"{name}[{index}]"] = mean
                 index += 1
