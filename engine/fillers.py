@@ -4,8 +4,12 @@ A filler draws on the host from ``engine.rng.host()`` in the blob's dtype and th
 values to the blob's array module, so one seed gives the same weights on numpy and cupy (Caffe,
 too, fills on the CPU). ``sample(shape)`` is the same draw without a blob, for previews.
 
-Shapes follow Caffe's N-d fillers: axis 0 is the number of outputs, fan_in = count / shape[0],
-fan_out = count / shape[1] (count itself for a 1-axis blob). What Caffe CHECKs raises FillerError.
+Shapes are read as Caffe 1.0 reads them. The gaussian filler's ``sparse`` takes the number of
+outputs from axis 0. Xavier, MSRA and positive_unitball use the legacy ``num()`` / ``channels()``
+accessors: axis 0 and axis 1, or 1 for an axis the blob lacks (fan_in = count / num, fan_out =
+count / channels). Caffe 1.0 refuses those accessors on blobs of more than 4 axes; there we read
+axes 0 and 1 as later Caffe does (the same numbers wherever 1.0 gives any), so N-d convolutions fill.
+What Caffe CHECKs raises FillerError.
 """
 
 from __future__ import annotations
@@ -63,16 +67,21 @@ def expected_stats(param: caffe_pb2.FillerParameter, shape: Any) -> dict[str, fl
     return get_filler(param).expected_stats(shape)
 
 
+def legacy_num_channels(shape: Shape) -> tuple[int, int]:
+    """Caffe's ``num()`` and ``channels()``: axes 0 and 1, or 1 where the blob has no such axis."""
+    return (shape[0] if shape else 1), (shape[1] if len(shape) > 1 else 1)
+
+
 def fans(shape: Shape) -> tuple[int, int]:
-    """(fan_in, fan_out) as Caffe's xavier and msra fillers count them."""
+    """(fan_in, fan_out) as Caffe's xavier and msra fillers count them: count / num, count / channels."""
     count = math.prod(shape)
-    return count // shape[0], (count // shape[1] if len(shape) > 1 else count)
+    num, channels = legacy_num_channels(shape)
+    return count // num, count // channels
 
 
 class Filler:
     type = ""
     supports_sparse = False  # every filler but gaussian CHECKs sparse == -1
-    needs_axis0 = False  # reads shape[0] (Caffe's blob->shape(0) fails on a 0-axis blob)
     allows_empty = False  # Caffe CHECKs count > 0 in all but the bilinear filler
 
     def __init__(self, param: caffe_pb2.FillerParameter) -> None:
@@ -92,8 +101,6 @@ class Filler:
             raise self.error(shape, f"sparse: {self.param.sparse} is only supported by the gaussian filler")
         if not self.allows_empty and math.prod(shape) == 0:
             raise self.error(shape, "the blob is empty")
-        if self.needs_axis0 and not shape:
-            raise self.error(shape, "the blob needs at least one axis")
 
     def error(self, shape: Shape, message: str) -> FillerError:
         return FillerError(f"{self.type} filler, blob shape {shape}: {message}")
@@ -152,14 +159,17 @@ class GaussianFiller(Filler):
         if sparse >= 0:
             if not shape:
                 raise self.error(shape, "sparse needs a blob with at least one axis")
-            if sparse > shape[0]:
+            if self.keep_probability(shape, np.dtype(np.float32)) > 1:  # Caffe's Bernoulli CHECKs p <= 1
                 raise self.error(shape, f"sparse ({sparse}) exceeds the number of outputs ({shape[0]})")
+
+    def keep_probability(self, shape: Shape, dtype: np.dtype) -> Any:
+        """p = sparse / num_outputs, in the blob's dtype; num_outputs is axis 0."""
+        return dtype.type(self.param.sparse) / dtype.type(shape[0])
 
     def draw(self, shape: Shape, dtype: np.dtype, gen: Generator) -> np.ndarray:
         values = gaussian(gen, shape, dtype, self.param.mean, self.param.std)
         if self.param.sparse >= 0:
-            keep = dtype.type(self.param.sparse) / dtype.type(shape[0])
-            values *= gen.random(shape, dtype) < keep
+            values *= gen.random(shape, dtype) < self.keep_probability(shape, dtype)
         return values
 
     def moments(self, shape: Shape) -> dict[str, float]:
@@ -173,17 +183,18 @@ class GaussianFiller(Filler):
 
 @register_filler("positive_unitball")
 class PositiveUnitballFiller(Filler):
-    """U[0, 1] values, each of the shape[0] rows then divided by its sum (rows sum to 1)."""
+    """U[0, 1] values, each of the num rows then divided by its sum (rows sum to 1).
 
-    needs_axis0 = True
+    The sum runs left to right in the blob's dtype, as Caffe's loop adds.
+    """
 
     def draw(self, shape: Shape, dtype: np.dtype, gen: Generator) -> np.ndarray:
-        rows = uniform(gen, shape, dtype, 0.0, 1.0).reshape(shape[0], -1)
-        rows /= rows.sum(axis=1, keepdims=True)
+        rows = uniform(gen, shape, dtype, 0.0, 1.0).reshape(legacy_num_channels(shape)[0], -1)
+        rows /= np.cumsum(rows, axis=1, dtype=dtype)[:, -1:]
         return rows.reshape(shape)
 
     def moments(self, shape: Shape) -> dict[str, float]:
-        dim = math.prod(shape) // shape[0]
+        dim = math.prod(shape) // legacy_num_channels(shape)[0]
         # u / sum(u) with sum(u) ~ dim / 2: std(u) = 1/sqrt(12) scaled by 2 / dim (large-dim limit)
         std = 0.0 if dim == 1 else 1 / (dim * math.sqrt(3))
         return {"mean": 1 / dim, "std": std, "row_sum": 1.0}
@@ -192,7 +203,6 @@ class PositiveUnitballFiller(Filler):
 class FanFiller(Filler):
     """Xavier and MSRA: the spread depends on n = fan_in, fan_out or their mean (variance_norm)."""
 
-    needs_axis0 = True
     gain = 1.0  # variance * n
 
     def n(self, shape: Shape, dtype: np.dtype) -> Any:

@@ -8,6 +8,7 @@ weights, decide whether it needs backward, and collect its parameters (shared by
 from __future__ import annotations
 
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from types import ModuleType
@@ -42,8 +43,7 @@ class Net:
             param_copy.state.phase = cast(caffe_pb2.Phase, phase)
         if level is not None:
             param_copy.state.level = level
-        if stages is not None:
-            del param_copy.state.stage[:]
+        if stages is not None:  # added to the file's own, as Net(file, phase, level, &stages) does
             param_copy.state.stage.extend(stages)
         self.xp = xp if xp is not None else backend.array_module()
         self.dtype = np.dtype(dtype)
@@ -161,11 +161,12 @@ class Net:
         self._prune_backward()
         if param.force_backward:
             self._force_backward()
-        self.output_blob_indices = [blob_index[name] for name in self.blob_names if name in available]
+        # What no layer consumed is an output, in name order: Caffe keeps these names in a std::set.
+        self.output_blob_indices = [blob_index[name] for name in sorted(available)]
+        # Name lookups keep the last blob / layer of a name, as Caffe's name -> index maps do.
+        self._blob_index = {name: blob_id for blob_id, name in enumerate(self.blob_names)}
+        self._layer_index = {name: layer_id for layer_id, name in enumerate(self.layer_names)}
         self._share_weights()
-        for blob_id, name in enumerate(self.blob_names):
-            blob_index.setdefault(name, blob_id)
-        self._blob_index = blob_index
 
     def _append_top(
         self,
@@ -300,31 +301,53 @@ class Net:
 
     # --- running -----------------------------------------------------------------------------
     def forward_from_to(self, start: int = 0, end: int | None = None) -> float:
+        """Run layers ``start`` to ``end`` (both included); the loss they add up, weighted."""
         end = len(self.layers) - 1 if end is None else end
+        self._check_range("forward", start, end)
         losses = []
         for i in range(start, end + 1):
             layer, bottom, top = self.layers[i], self.bottom_vecs[i], self.top_vecs[i]
             layer.reshape(bottom, top)
             layer.forward(bottom, top)
             for top_id, blob in enumerate(top):
-                weight = layer.loss(top_id)
-                if weight:  # the diff of a loss top holds its weight (see Layer.set_loss_weights)
-                    losses.append((blob.data * blob.diff).sum())
+                if layer.loss(top_id):  # the diff of a loss top holds its weight (Layer.set_loss_weights)
+                    losses.append(self.xp.dot(blob.data.reshape(-1), blob.diff.reshape(-1)))
             if self.debug_info:
                 self._forward_debug_info(i)
         return float(sum(losses)) if losses else 0.0  # one device sync, at the end
+
+    def forward_from(self, start: int) -> float:
+        return self.forward_from_to(start, len(self.layers) - 1)
+
+    def forward_to(self, end: int) -> float:
+        return self.forward_from_to(0, end)
 
     def forward(self) -> tuple[list[Blob], float]:
         loss = self.forward_from_to()
         return self.output_blobs, loss
 
     def backward_from_to(self, start: int | None = None, end: int = 0) -> None:
+        """Backpropagate through layers ``start`` down to ``end`` (both included) that need it."""
         start = len(self.layers) - 1 if start is None else start
+        self._check_range("backward", end, start)
         for i in range(start, end - 1, -1):
             if self.layer_need_backward[i]:
                 self.layers[i].backward(self.top_vecs[i], self.bottom_need_backward[i], self.bottom_vecs[i])
                 if self.debug_info:
                     self._backward_debug_info(i)
+
+    def backward_from(self, start: int) -> None:
+        self.backward_from_to(start, 0)
+
+    def backward_to(self, end: int) -> None:
+        self.backward_from_to(len(self.layers) - 1, end)
+
+    def _check_range(self, what: str, first: int, last: int) -> None:
+        """Caffe CHECKs only the outer ends: the first layer >= 0, the last < the number of layers."""
+        if first < 0 or last >= len(self.layers):
+            raise NetError(
+                f"cannot run {what} over layers {first}..{last}: the net has layers 0..{len(self.layers) - 1}"
+            )
 
     def backward(self) -> None:
         self.backward_from_to()
@@ -383,41 +406,73 @@ class Net:
             raise NetError(f"Unknown blob name '{name}'") from None
 
     def has_layer(self, name: str) -> bool:
-        return name in self.layer_names
+        return name in self._layer_index
 
     def layer_by_name(self, name: str) -> Layer:
         try:
-            return self.layers[self.layer_names.index(name)]
-        except ValueError:
+            return self.layers[self._layer_index[name]]
+        except KeyError:
             raise NetError(f"Unknown layer name '{name}'") from None
+
+    @property
+    def has_params_lr(self) -> list[bool]:
+        """Per learnable param: whether some ParamSpec sharing it set lr_mult explicitly."""
+        return list(self._has_params_lr)
+
+    @property
+    def has_params_decay(self) -> list[bool]:
+        return list(self._has_params_decay)
+
+    @property
+    def param_names_index(self) -> dict[str, int]:
+        """A shared param's name -> the index in ``params`` of the blob that owns it."""
+        return dict(self._param_names_index)
 
     def named_blobs(self) -> OrderedDict[str, Blob]:
         return OrderedDict((name, self.blob_list[i]) for i, name in enumerate(self.blob_names))
 
     # --- weights -----------------------------------------------------------------------------
-    def copy_trained_layers_from(self, param: caffe_pb2.NetParameter) -> None:
-        """Copy blobs layer by layer, matched by name; layers absent here are ignored."""
-        from proto.upgrade import upgrade_net_as_needed
+    def copy_trained_layers_from(self, source: caffe_pb2.NetParameter | str | os.PathLike[str]) -> None:
+        """Caffe's ``CopyTrainedLayersFrom``: give each layer the blobs of the source layer of its name.
 
-        param = upgrade_net_as_needed(param)
-        for source in param.layer:
-            if source.name not in self.layer_names:
-                log.info("Ignoring source layer %s", source.name)
+        ``source`` is a NetParameter, or a weights file: HDF5 when the file is HDF5, else a binary
+        caffemodel, parsed and upgraded (V0, V1, ...) as ``ReadNetParamsFromBinaryFileOrDie`` does.
+        Layers are matched by name alone, so a source layer of another type loads when its blobs fit;
+        a name this net lacks is skipped with Caffe's log line "Ignoring source layer NAME". A matched
+        layer must bring exactly as many blobs as it holds, each of a shape ``Blob::ShapeEquals``
+        accepts (legacy num/channels/height/width match the shape padded with leading 1s to 4 axes:
+        a 1x1xOxI InnerProduct weight, a 1x1x1xO bias) and with values for every element (double_data
+        before data; diffs too when the source has any). Everything is checked before anything is
+        written, so a refused source leaves the net as it was.
+        """
+        if not isinstance(source, caffe_pb2.NetParameter):
+            from engine.solvers.weights_h5 import copy_trained_layers_from_file
+
+            copy_trained_layers_from_file(self, source)
+            return
+        from proto.upgrade import net_needs_upgrade, upgrade_net_as_needed
+
+        param = upgrade_net_as_needed(source) if net_needs_upgrade(source) else source
+        copies: list[tuple[Blob, caffe_pb2.BlobProto]] = []
+        for layer in param.layer:
+            if layer.name not in self.layer_names:
+                log.info("Ignoring source layer %s", layer.name)
                 continue
-            target = self.layers[self.layer_names.index(source.name)].blobs
-            if len(target) != len(source.blobs):
-                raise NetError(f"Incompatible number of blobs for layer {source.name}")
-            for j, (blob, proto) in enumerate(zip(target, source.blobs)):
-                if not blob.shape_equals(proto):
-                    from engine.blob import proto_shape
-
-                    raise NetError(
-                        f"Cannot copy param {j} weights from layer '{source.name}'; shape mismatch. "
-                        f"Source param shape is {shape_string(proto_shape(proto))}; "
-                        f"target param shape is {shape_string(blob.shape)}. To learn this layer's parameters "
-                        "from scratch rather than copying from a saved net, rename the layer."
-                    )
-                blob.from_proto(proto, reshape=False)
+            target = self.layers[self.layer_names.index(layer.name)].blobs
+            if len(target) != len(layer.blobs):
+                raise NetError(
+                    f"Incompatible number of blobs for layer {layer.name} "
+                    f"(the source has {len(layer.blobs)}, this net's layer {len(target)})"
+                )
+            for j, (blob, proto) in enumerate(zip(target, layer.blobs)):
+                _check_trained_blob(layer.name, j, blob, proto)
+                copies.append((blob, proto))
+        for blob, proto in copies:  # one blob at a time: no second copy of a whole model in memory
+            data = proto.double_data if len(proto.double_data) else proto.data
+            blob.data[...] = blob.xp.asarray(np.asarray(data, blob.dtype).reshape(blob.shape))
+            diff = proto.double_diff if len(proto.double_diff) else proto.diff
+            if len(diff):
+                blob.diff[...] = blob.xp.asarray(np.asarray(diff, blob.dtype).reshape(blob.shape))
 
     def to_proto(self, write_diff: bool = False) -> caffe_pb2.NetParameter:
         """The net as Caffe serialises it: its name and every layer as built (splits included)."""
@@ -506,3 +561,30 @@ class Net:
                 f"    [Update] Layer {layer_name}, param blob {display} (owned by layer {owner_layer}, "
                 f"param {self.param_display_names[owner]}) diff: {diff:g}"
             )
+
+
+def _check_trained_blob(layer: str, j: int, blob: Blob, proto: caffe_pb2.BlobProto) -> None:
+    """Raise the NetError Caffe's ``ShapeEquals`` / ``FromProto`` checks would end in, if any."""
+    if not blob.shape_equals(proto):
+        legacy = any(proto.HasField(f) for f in ("num", "channels", "height", "width"))
+        dims = (proto.num, proto.channels, proto.height, proto.width) if legacy else tuple(proto.shape.dim)
+        raise NetError(
+            f"Cannot copy param {j} weights from layer '{layer}'; shape mismatch.  Source param shape is "
+            f"{_caffe_shape_string(dims)}; target param shape is {_caffe_shape_string(blob.shape)}. "
+            "To learn this layer's parameters from scratch rather than copying from a saved net, "
+            "rename the layer."
+        )
+    # Values: double_* when present, else the float field; data must fill the blob, diff may be absent.
+    for double, single, required in (("double_data", "data", True), ("double_diff", "diff", False)):
+        field = double if len(getattr(proto, double)) else single
+        count = len(getattr(proto, field))
+        if count != blob.count() and (required or count):
+            raise NetError(
+                f"Cannot copy param {j} weights from layer '{layer}': its {field} holds {count} "
+                f"values for the shape {_caffe_shape_string(blob.shape)}"
+            )
+
+
+def _caffe_shape_string(shape: tuple[int, ...]) -> str:
+    """Blob::shape_string: each axis followed by a space, then the count: '5 12 (60)', '(1)'."""
+    return "".join(f"{d} " for d in shape) + f"({int(np.prod(shape, dtype=np.int64))})"

@@ -38,9 +38,12 @@ class Layer:
         self.xp = xp
         self.dtype = np.dtype(dtype)
         self.blobs: list[Blob] = []
-        for proto in param.blobs:  # parameters stored inside the prototxt itself
+        for index, proto in enumerate(param.blobs):  # parameters stored inside the prototxt itself
             blob = Blob((), self.dtype, xp)
-            blob.from_proto(proto)
+            try:
+                blob.from_proto(proto)
+            except ValueError as exc:
+                raise self.error(f"blobs[{index}] of the net description: {exc}") from None
             self.blobs.append(blob)
         self.param_propagate_down: list[bool] = []
         self.loss_weights: list[float] = []
@@ -135,10 +138,14 @@ class NeuronLayer(Layer):
 
 
 class LossLayer(Layer):
-    """Prediction and target in, a scalar loss out; top 0 weighs 1 unless told otherwise."""
+    """Prediction and target in, a scalar loss out; top 0 weighs 1 unless told otherwise.
+
+    A loss layer written without a top still gets one (anonymous, as Caffe's AutoTopBlobs).
+    """
 
     exact_num_bottom = 2
     exact_num_top = 1
+    auto_top_blobs = True
 
     def setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         if not self.param.loss_weight:

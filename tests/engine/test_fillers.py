@@ -78,7 +78,9 @@ def test_every_caffe_filler_is_registered():
         "uniform",
         "xavier",
     ]
-    assert get_filler(caffe_pb2.FillerParameter()).type == "constant"  # the proto's default type
+    default = get_filler(caffe_pb2.FillerParameter())  # the proto's defaults: constant, value 0
+    assert default.type == "constant"
+    np.testing.assert_array_equal(default.sample((2, 3)), np.zeros((2, 3), np.float32))
 
 
 def test_unknown_filler_names_itself_and_the_known_ones():
@@ -186,16 +188,30 @@ def test_gaussian_sparse_extremes():
     assert np.count_nonzero(filler('type: "gaussian" sparse: 6').sample((6, 50))) == 300  # p = 1
 
 
-@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (15,), (8, 3), (2, 3, 4, 5, 2), (64, 32, 3, 3)])
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (15,), (8, 3), (64, 32, 3, 3), ()])
 def test_positive_unitball_rows_sum_to_one(shape):
     values = filler('type: "positive_unitball"').sample(shape)
     assert values.shape == shape and values.min() >= 0 and values.max() <= 1
-    rows = values.reshape(shape[0], -1).astype(np.float64).sum(axis=1)
+    num = shape[0] if shape else 1  # Caffe's num(): 1 for a blob without axes
+    rows = values.reshape(num, -1).astype(np.float64).sum(axis=1)
     np.testing.assert_allclose(rows, 1.0, atol=1e-5)
     if len(shape) > 1:
         assert len(np.unique(values)) > shape[0]  # random, not a constant 1/dim
     else:
         np.testing.assert_array_equal(values, 1)  # rows of one value each
+
+
+def test_positive_unitball_divides_by_the_left_to_right_float32_sum():
+    shape = (3, 700)
+    values = filler('type: "positive_unitball"').sample(shape, generator=np.random.default_rng(9))
+    raw = filler('type: "uniform" min: 0 max: 1').sample(shape, generator=np.random.default_rng(9))
+    expected = np.empty(shape, np.float32)
+    for i in range(shape[0]):  # Caffe's loop: a float32 running sum, then one division per value
+        total = np.float32(0)
+        for value in raw[i]:
+            total = np.float32(total + value)
+        expected[i] = raw[i] / total
+    np.testing.assert_array_equal(values, expected)
 
 
 @pytest.mark.parametrize("norm", [FAN_IN, FAN_OUT, AVERAGE])
@@ -214,8 +230,11 @@ def test_fan_fillers_scale_by_the_chosen_fan(name, gain, norm):
     assert stats["mean"] == 0 and stats["std"] == pytest.approx(math.sqrt(gain / n))
 
 
-@pytest.mark.parametrize("shape,fan_in,fan_out", [((25,), 1, 25), ((8, 3), 3, 8), ((2, 3, 4, 5, 2), 120, 80)])
-def test_fans_of_nd_blobs(shape, fan_in, fan_out):
+@pytest.mark.parametrize(
+    "shape,fan_in,fan_out", [((25,), 1, 25), ((8, 3), 3, 8), ((), 1, 1), ((4, 3, 2), 6, 8)]
+)
+def test_fans_read_num_and_channels_as_caffe_1_0_does(shape, fan_in, fan_out):
+    # num() and channels() are 1 for an axis the blob lacks: a bias (25,) has fan_in 1, fan_out 25
     for name in ("xavier", "msra"):
         stats = expected_stats(param(f'type: "{name}" variance_norm: AVERAGE'), shape)
         assert (stats["fan_in"], stats["fan_out"], stats["n"]) == (fan_in, fan_out, (fan_in + fan_out) / 2)
@@ -241,6 +260,14 @@ def test_bilinear_matches_the_formula(xp, shape):
     blob = Blob(shape, np.float32, xp)
     filler('type: "bilinear"').fill(blob)
     np.testing.assert_allclose(backend.to_host(blob.data), bilinear_reference(shape), rtol=0, atol=1e-6)
+
+
+def test_bilinear_3x3_is_caffe_1_0s_lopsided_kernel():
+    # Caffe 1.0's centre c = (2f - 1 - f % 2) / 2f; this 3x3 is what it wrote (BVLC/caffe#4677, #5713,
+    # fixed only after 1.0)
+    third, big = 0.1875, 0.5625
+    expected = np.array([[0.0625, third, third], [third, big, big], [third, big, big]], np.float32)
+    np.testing.assert_array_equal(filler('type: "bilinear"').sample((2, 1, 3, 3))[1, 0], expected)
 
 
 def test_bilinear_kernel_upsamples_by_its_stride():
@@ -297,12 +324,25 @@ def test_bilinear_needs_a_square_4d_blob(shape, why):
         filler('type: "bilinear"').sample(shape)
 
 
-@pytest.mark.parametrize(
-    "text", ['type: "xavier"', 'type: "msra"', 'type: "positive_unitball"', 'type: "gaussian" sparse: 1']
-)
-def test_fillers_that_read_axis_0_refuse_a_0_axis_blob(text):
+def test_gaussian_sparse_refuses_a_0_axis_blob():
     with pytest.raises(FillerError, match=r"\(\).*axis"):
-        filler(text).sample(())
+        filler('type: "gaussian" sparse: 1').sample(())
+
+
+def test_fan_fillers_read_axes_0_and_1_of_n_d_blobs():
+    """Caffe 1.0 refuses num()/channels() beyond 4 axes; later Caffe reads shape(0)/shape(1): so do we."""
+    shape = (8, 3, 2, 5, 5)  # a 3-D convolution's weights
+    stats = expected_stats(param('type: "msra"'), shape)
+    assert stats["std"] == pytest.approx(np.sqrt(2.0 / (3 * 2 * 5 * 5)))
+    stats = expected_stats(param('type: "xavier" variance_norm: FAN_OUT'), shape)
+    assert stats["std"] == pytest.approx(np.sqrt(1.0 / (8 * 2 * 5 * 5)))
+    rows = filler('type: "positive_unitball"').sample(shape).reshape(8, -1)
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_gaussian_and_uniform_fill_any_number_of_axes():
+    assert filler('type: "gaussian"').sample((2, 3, 1, 2, 2)).shape == (2, 3, 1, 2, 2)
+    assert filler('type: "uniform"').sample((2, 3, 1, 2, 2)).shape == (2, 3, 1, 2, 2)
 
 
 @pytest.mark.parametrize(

@@ -144,3 +144,167 @@ def test_input_is_not_modified():
     before = param.SerializeToString()
     insert_splits(param)
     assert param.SerializeToString() == before
+
+
+# --- Caffe's SplitLayerInsertionTest cases (test_split_layer.cpp), in the current layer syntax --------
+
+
+def check_insertion(given: str, expected: str) -> None:
+    """InsertSplits turns ``given`` into ``expected``, and is idempotent on its own output."""
+    out = insert_splits(net(given))
+    assert text_format.MessageToString(out) == text_format.MessageToString(net(expected))
+    assert insert_splits(out) == out
+
+
+DATA = "layer { name: 'data' type: 'Data' top: 'data' top: 'label' }"
+
+
+def test_caffe_no_insertion():
+    check_insertion(
+        given := f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'innerprod' type: 'InnerProduct' bottom: 'data' top: 'innerprod' }}
+        layer {{ name: 'loss' type: 'SoftmaxWithLoss' bottom: 'innerprod' bottom: 'label' }}""",
+        given,
+    )
+
+
+def test_caffe_no_insertion_with_an_explicit_split():
+    check_insertion(
+        given := f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'data_split' type: 'Split' bottom: 'data' top: 'data_split_0' top: 'data_split_1' }}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data_split_0' top: 'innerprod1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct' bottom: 'data_split_1' top: 'innerprod2' }}
+        layer {{ name: 'loss' type: 'EuclideanLoss' bottom: 'innerprod1' bottom: 'innerprod2' }}""",
+        given,
+    )
+
+
+def test_caffe_no_insertion_with_in_place():
+    check_insertion(
+        given := f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'innerprod' type: 'InnerProduct' bottom: 'data' top: 'innerprod' }}
+        layer {{ name: 'relu' type: 'ReLU' bottom: 'innerprod' top: 'innerprod' }}
+        layer {{ name: 'loss' type: 'SoftmaxWithLoss' bottom: 'innerprod' bottom: 'label' }}""",
+        given,
+    )
+
+
+def test_caffe_loss_insertion():
+    ip1 = "name: 'innerproduct1' type: 'InnerProduct' param { name: 'unsharedweights1' }"
+    ip2 = "name: 'innerproduct2' type: 'InnerProduct' param { name: 'unsharedweights2' }"
+    check_insertion(
+        f"""name: 'UnsharedWeightsNetwork' force_backward: true
+        layer {{ name: 'data' type: 'DummyData' top: 'data' }}
+        layer {{ {ip1} bottom: 'data' top: 'innerproduct1' loss_weight: 2.5 }}
+        layer {{ {ip2} bottom: 'data' top: 'innerproduct2' }}
+        layer {{ name: 'loss' type: 'EuclideanLoss' bottom: 'innerproduct1' bottom: 'innerproduct2' }}""",
+        f"""name: 'UnsharedWeightsNetwork' force_backward: true
+        layer {{ name: 'data' type: 'DummyData' top: 'data' }}
+        layer {{ name: 'data_data_0_split' type: 'Split' bottom: 'data'
+                top: 'data_data_0_split_0' top: 'data_data_0_split_1' }}
+        layer {{ {ip1} bottom: 'data_data_0_split_0' top: 'innerproduct1' }}
+        layer {{ name: 'innerproduct1_innerproduct1_0_split' type: 'Split' bottom: 'innerproduct1'
+                top: 'innerproduct1_innerproduct1_0_split_0' top: 'innerproduct1_innerproduct1_0_split_1'
+                loss_weight: 2.5 loss_weight: 0 }}
+        layer {{ {ip2} bottom: 'data_data_0_split_1' top: 'innerproduct2' }}
+        layer {{ name: 'loss' type: 'EuclideanLoss'
+                bottom: 'innerproduct1_innerproduct1_0_split_1' bottom: 'innerproduct2' }}""",
+    )
+
+
+def test_caffe_insertion():
+    check_insertion(
+        f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data' top: 'innerprod1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct' bottom: 'data' top: 'innerprod2' }}
+        layer {{ name: 'innerprod3' type: 'InnerProduct' bottom: 'data' top: 'innerprod3' }}
+        layer {{ name: 'loss1' type: 'EuclideanLoss' bottom: 'innerprod1' bottom: 'innerprod2' }}
+        layer {{ name: 'loss2' type: 'EuclideanLoss' bottom: 'innerprod2' bottom: 'innerprod3' }}""",
+        f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'data_data_0_split' type: 'Split' bottom: 'data'
+                top: 'data_data_0_split_0' top: 'data_data_0_split_1' top: 'data_data_0_split_2' }}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data_data_0_split_0' top: 'innerprod1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct' bottom: 'data_data_0_split_1' top: 'innerprod2' }}
+        layer {{ name: 'innerprod2_innerprod2_0_split' type: 'Split' bottom: 'innerprod2'
+                top: 'innerprod2_innerprod2_0_split_0' top: 'innerprod2_innerprod2_0_split_1' }}
+        layer {{ name: 'innerprod3' type: 'InnerProduct' bottom: 'data_data_0_split_2' top: 'innerprod3' }}
+        layer {{ name: 'loss1' type: 'EuclideanLoss'
+                bottom: 'innerprod1' bottom: 'innerprod2_innerprod2_0_split_0' }}
+        layer {{ name: 'loss2' type: 'EuclideanLoss'
+                bottom: 'innerprod2_innerprod2_0_split_1' bottom: 'innerprod3' }}""",
+    )
+
+
+def test_caffe_insertion_two_top():
+    check_insertion(
+        f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data' top: 'innerprod1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct' bottom: 'label' top: 'innerprod2' }}
+        layer {{ name: 'innerprod3' type: 'InnerProduct' bottom: 'data' top: 'innerprod3' }}
+        layer {{ name: 'innerprod4' type: 'InnerProduct' bottom: 'label' top: 'innerprod4' }}
+        layer {{ name: 'loss1' type: 'EuclideanLoss' bottom: 'innerprod1' bottom: 'innerprod3' }}
+        layer {{ name: 'loss2' type: 'EuclideanLoss' bottom: 'innerprod2' bottom: 'innerprod4' }}""",
+        f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'data_data_0_split' type: 'Split' bottom: 'data'
+                top: 'data_data_0_split_0' top: 'data_data_0_split_1' }}
+        layer {{ name: 'label_data_1_split' type: 'Split' bottom: 'label'
+                top: 'label_data_1_split_0' top: 'label_data_1_split_1' }}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data_data_0_split_0' top: 'innerprod1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct' bottom: 'label_data_1_split_0' top: 'innerprod2' }}
+        layer {{ name: 'innerprod3' type: 'InnerProduct' bottom: 'data_data_0_split_1' top: 'innerprod3' }}
+        layer {{ name: 'innerprod4' type: 'InnerProduct' bottom: 'label_data_1_split_1' top: 'innerprod4' }}
+        layer {{ name: 'loss1' type: 'EuclideanLoss' bottom: 'innerprod1' bottom: 'innerprod3' }}
+        layer {{ name: 'loss2' type: 'EuclideanLoss' bottom: 'innerprod2' bottom: 'innerprod4' }}""",
+    )
+
+
+def test_caffe_input_insertion():
+    inputs = "name: 'TestNetwork' input: 'data' input_dim: 10 input_dim: 3 input_dim: 227 input_dim: 227"
+    check_insertion(
+        f"""{inputs}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data' top: 'innerprod1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct' bottom: 'data' top: 'innerprod2' }}
+        layer {{ name: 'loss' type: 'EuclideanLoss' bottom: 'innerprod1' bottom: 'innerprod2' }}""",
+        f"""{inputs}
+        layer {{ name: 'data_input_0_split' type: 'Split' bottom: 'data'
+                top: 'data_input_0_split_0' top: 'data_input_0_split_1' }}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data_input_0_split_0' top: 'innerprod1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct' bottom: 'data_input_0_split_1' top: 'innerprod2' }}
+        layer {{ name: 'loss' type: 'EuclideanLoss' bottom: 'innerprod1' bottom: 'innerprod2' }}""",
+    )
+
+
+def test_caffe_with_in_place():
+    check_insertion(
+        f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data' top: 'innerprod1' }}
+        layer {{ name: 'relu1' type: 'ReLU' bottom: 'innerprod1' top: 'innerprod1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct' bottom: 'innerprod1' top: 'innerprod2' }}
+        layer {{ name: 'loss1' type: 'EuclideanLoss' bottom: 'innerprod1' bottom: 'label' }}
+        layer {{ name: 'loss2' type: 'EuclideanLoss' bottom: 'innerprod2' bottom: 'data' }}""",
+        f"""name: 'TestNetwork' {DATA}
+        layer {{ name: 'data_data_0_split' type: 'Split' bottom: 'data'
+                top: 'data_data_0_split_0' top: 'data_data_0_split_1' }}
+        layer {{ name: 'innerprod1' type: 'InnerProduct' bottom: 'data_data_0_split_0' top: 'innerprod1' }}
+        layer {{ name: 'relu1' type: 'ReLU' bottom: 'innerprod1' top: 'innerprod1' }}
+        layer {{ name: 'innerprod1_relu1_0_split' type: 'Split' bottom: 'innerprod1'
+                top: 'innerprod1_relu1_0_split_0' top: 'innerprod1_relu1_0_split_1' }}
+        layer {{ name: 'innerprod2' type: 'InnerProduct'
+                bottom: 'innerprod1_relu1_0_split_0' top: 'innerprod2' }}
+        layer {{ name: 'loss1' type: 'EuclideanLoss' bottom: 'innerprod1_relu1_0_split_1' bottom: 'label' }}
+        layer {{ name: 'loss2' type: 'EuclideanLoss' bottom: 'innerprod2' bottom: 'data_data_0_split_1' }}""",
+    )
+
+
+def test_a_loss_weight_clears_every_loss_weight_of_its_producer():
+    # Caffe clears the producer's whole loss_weight list once one of its tops gets a weighted split
+    out = insert_splits(
+        net("""
+        layer { name: 'in' type: 'Input' top: 'a' top: 'b' }
+        layer { name: 'two' type: 'Slice' bottom: 'a' top: 'p' top: 'q' loss_weight: 1 loss_weight: 3 }
+        layer { name: 'use' type: 'ReLU' bottom: 'p' top: 'r' }
+    """)
+    )
+    assert layer_names(out) == ["in", "two", "p_two_0_split", "use"]
+    assert not by_name(out, "two").loss_weight
+    assert list(by_name(out, "p_two_0_split").loss_weight) == [1.0, 0.0]

@@ -314,12 +314,19 @@ def test_caffe_checks(fields, shape, message):
 
 
 def test_loaded_weights_must_fit():
-    text = conv_text(num_output=2, kernel_size=3) + " blobs { shape { dim: 2 dim: 3 dim: 2 dim: 2 } }"
+    values = " data: 0" * 24
+    text = (
+        conv_text(num_output=2, kernel_size=3)
+        + f" blobs {{ shape {{ dim: 2 dim: 3 dim: 2 dim: 2 }}{values} }}"
+    )
     with pytest.raises(LayerSetupError, match="number of weight blobs"):
         run(make_layer(text), (1, 3, 5, 5))
-    text += " blobs { shape { dim: 2 } }"
+    text += " blobs { shape { dim: 2 } data: 0 data: 0 }"
     with pytest.raises(LayerSetupError, match="incorrect weight shape"):
         run(make_layer(text), (1, 3, 5, 5))
+    empty = conv_text(num_output=2, kernel_size=3) + " blobs { shape { dim: 2 dim: 3 dim: 3 dim: 3 } }"
+    with pytest.raises(LayerSetupError, match=r"blobs\[0\] .*0 values for shape 2 3 3 3 \(54\)"):
+        make_layer(empty)  # Caffe's FromProto: CHECK_EQ(count_, proto.data_size())
 
 
 def test_reshape_rejects_changed_channels_and_mismatched_bottoms():

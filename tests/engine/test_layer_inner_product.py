@@ -95,7 +95,11 @@ def test_caffe_checks():
         run(make_layer(ip_text(num_output=0)), (2, 6))
     with pytest.raises(LayerSetupError, match="axis"):
         run(make_layer(ip_text(num_output=2, axis=3)), (2, 6))
-    text = ip_text(num_output=2) + " blobs { shape { dim: 2 dim: 5 } } blobs { shape { dim: 2 } }"
+    weights = " data: 0" * 10
+    text = (
+        ip_text(num_output=2)
+        + f" blobs {{ shape {{ dim: 2 dim: 5 }}{weights} }} blobs {{ shape {{ dim: 2 }} data: 0 data: 0 }}"
+    )
     with pytest.raises(LayerSetupError, match="incorrect weight shape") as info:
         run(make_layer(text), (2, 6))
     assert "'ip'" in str(info.value)
