@@ -182,6 +182,9 @@ def layer_edit_problem(old: Layer, new: Layer) -> str | None:
     return edit_problem(old, new, layer_problems)  # type: ignore[arg-type]
 
 
+_NO_MOMENTUM = ("AdaGrad", "RMSProp")  # their Caffe constructors CHECK momentum == 0
+
+
 def solver_problems(solver: caffe_pb2.SolverParameter) -> list[str]:
     problems = list(_non_finite(solver))
     if solver.lr_policy and solver.lr_policy not in POLICIES:
@@ -199,6 +202,8 @@ def solver_problems(solver: caffe_pb2.SolverParameter) -> list[str]:
         problems.append("base_lr must not be negative")
     if any(i < 0 for i in solver.test_iter):
         problems.append("test_iter must not be negative")
+    if solver.type in _NO_MOMENTUM and solver.momentum != 0:
+        problems.append(f"Momentum cannot be used with {solver.type}.")  # Caffe's CHECK, its words
     problems += _readable(solver)
     return problems
 

@@ -251,6 +251,8 @@ class RenameBlob(Command):
             raise CommandError("a blob needs a name")
         if not any(self.old in (*layer.bottom, *layer.top) for layer in doc.net.layer):
             raise CommandError(f"no blob named '{self.old}'")
+        if self.new != self.old and any(self.new in (*layer.bottom, *layer.top) for layer in doc.net.layer):
+            raise CommandError(f"a blob named '{self.new}' already exists: renaming would merge the two")
 
     def _apply(self, doc: Document) -> list[Change]:
         self._olds: list[tuple[int, LayerParameter]] = []

@@ -124,11 +124,17 @@ def solver_edit(doc: Document, path: str, value: Any) -> Command:
     new = _copy(doc.solver)
     _set(new, path, value)
     filled = path == "lr_policy" and _policy_defaults(new)
+    # AdaGrad and RMSProp refuse momentum: switching to them lets go of it in the same step.
+    dropped = path == "type" and new.type in ("AdaGrad", "RMSProp") and new.momentum != 0
+    if dropped:
+        new.ClearField("momentum")
     problem = solver_edit_problem(doc.solver, new)
     if problem:
         raise CommandError(problem)
     if filled:
         return ReplaceSolver(new, label=f"Set lr_policy to {new.lr_policy}")
+    if dropped:
+        return ReplaceSolver(new, label=f"Set type to {new.type} (without momentum)")
     return SetSolverField(path, value)
 
 

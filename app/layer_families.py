@@ -29,7 +29,6 @@ FAMILIES: tuple[Family, ...] = (
         "Vision",
         ("Convolution", "Deconvolution", "InnerProduct", "Embed", "Im2col"),
     ),
-    Family("recurrent", "Recurrent", ("LSTM", "RNN", "LSTMUnit")),
     Family("pooling", "Pooling", ("Pooling", "SPP")),
     Family("normalisation", "Normalisation", ("BatchNorm", "Scale", "Bias", "LRN", "MVN")),
     Family(
@@ -52,6 +51,7 @@ FAMILIES: tuple[Family, ...] = (
             "Dropout",
         ),
     ),
+    Family("recurrent", "Recurrent", ("LSTM", "RNN", "LSTMUnit")),
     Family(
         "structure",
         "Structure",

@@ -2,8 +2,8 @@
 
 ``apply_theme(app, "dark")`` sets both on the QApplication; every widget gets a PaletteChange
 event, so a widget that paints with palette roles follows by itself. The stylesheet styles this
-package's panels by object name (forms, the inspector card, the palette list) and the dock and
-tool bars, nothing more, so a colleague's widget keeps its own look.
+package's panels by object name (forms, the inspector card, the palette list, the filler panels)
+and the dock and tool bars, nothing more, so a colleague's widget keeps its own look.
 """
 
 from __future__ import annotations
@@ -32,6 +32,16 @@ _COLOURS = {
         "tooltip": "#ffffff",
         "link": "#2f6fde",
         "page": "#ffffff",
+        "hint": "#5f6773",
+        "card": "#f7f8fa",
+        "card_border": "#e3e6eb",
+        "current_bg": "#eef4fc",
+        "current_border": "#9bbce6",
+        "note_bg": "#f3f4f6",
+        "warn_bg": "#fff6dc",
+        "warn_border": "#e0a800",
+        "warn": "#5b4300",
+        "busy": "#b45309",
     },
     DARK: {
         "window": "#202227",
@@ -50,6 +60,16 @@ _COLOURS = {
         "tooltip": "#2a2d33",
         "link": "#7fb0ff",
         "page": "#24272c",
+        "hint": "#a3abb6",
+        "card": "#24272c",
+        "card_border": "#383c44",
+        "current_bg": "#1e2a3b",
+        "current_border": "#3f6db0",
+        "note_bg": "#26292f",
+        "warn_bg": "#3a3220",
+        "warn_border": "#c99a10",
+        "warn": "#f1d68c",
+        "busy": "#f0a35a",
     },
 }
 
@@ -107,6 +127,19 @@ QTreeWidget#paletteTree::item:selected {{ background: {accent}; color: {accent_t
 #solverPlotTitle {{ font-weight: 600; }}
 #solverPlotNote {{ color: {muted}; }}
 #solverPlotNote[error="true"] {{ color: {danger}; }}
+
+#fillerPanel #fillerRow {{ background: {card}; border: 1px solid {card_border}; border-radius: 6px; }}
+#fillerPanel #fillerRow[current="true"] {{ background: {current_bg}; border-color: {current_border}; }}
+#fillerPanel #shapeLabel {{ color: {text}; font-family: monospace; }}
+#fillerPanel #hintLabel, #fillerPanel #kernelCaption, #fillerPanel #kernelLegend, #fillerPanel #fillFooter
+    {{ color: {hint}; }}
+#fillerPanel #panelTitle, #fillerPanel #previewTitle {{ font-weight: 600; color: {text}; }}
+#fillerPanel #previewMessage {{ color: {text}; padding: 8px; background: {note_bg}; border-radius: 6px; }}
+#fillerPanel #previewWarnings {{ background: {warn_bg}; border-left: 3px solid {warn_border};
+    padding: 6px 8px; color: {warn}; }}
+#fillerPanel #fillerRule {{ color: {border}; }}
+#fillerPanel #busyLabel, #netStartPanel #busyLabel {{ color: {busy}; }}
+#netStartPanel #netStartIntro, #netStartPanel #netStartSource {{ color: {hint}; }}
 """
 
 

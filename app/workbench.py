@@ -244,14 +244,22 @@ class Workbench(QObject):
             )
 
     def _size_docks(self) -> None:
-        """The panels at widths that leave the canvas the middle; training a third of the height."""
+        """The panels at widths that leave the canvas the middle; training a third of the height.
+
+        Widths scale with the window (a 1280-px screen keeps a usable canvas), within bounds that
+        keep each panel readable; the prototxt's tab group never below what its widest panel needs.
+        """
         w = self.window
-        # The prototxt's tab group is as wide as its widest panel needs; the inspector gets 330.
+        width = w.width()
         group = [w.editor_dock, *w.tabifiedDockWidgets(w.editor_dock)]
-        editor = max(430, *(dock.minimumSizeHint().width() for dock in group))
+        editor = max(
+            int(min(max(width * 0.28, 360), 560)), *(dock.minimumSizeHint().width() for dock in group)
+        )
+        palette = int(min(max(width * 0.125, 160), 220))
+        inspector = int(min(max(width * 0.22, 290), 340))  # its forms need ~280 to show every button
         w.resizeDocks(
             [self.palette_dock, w.editor_dock, self.inspector_dock],
-            [200, editor, 330],
+            [palette, editor, inspector],
             Qt.Orientation.Horizontal,
         )
         bottom = [d for d in w.findChildren(QDockWidget) if w.dockWidgetArea(d) == Area.BottomDockWidgetArea]

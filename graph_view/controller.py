@@ -1,4 +1,5 @@
-"""Gestures become the document's commands: drop, connect, delete, rename, copy, cut, paste, duplicate.
+"""Gestures become the document's commands: drop, connect, delete, rename (a layer or a blob), copy,
+cut, paste, duplicate.
 
 The controller is handed the document, the ``push(command)`` callable every view edits through,
 and the module of command classes (``app.commands``): graph_view never imports app/. A command the
@@ -121,6 +122,25 @@ class GraphController(QObject):
         if key in self.scene.manual:
             self.scene.manual[name] = self.scene.manual.pop(key)
         return True
+
+    def rename_blob(self, old: str, name: str) -> bool:
+        """Rename blob ``old`` wherever a layer reads or writes it (its in-place chain included).
+
+        An empty name or one another blob already has is refused with a message; nothing changes.
+        """
+        name = name.strip()
+        if name == old:
+            return False
+        if not name:
+            self.message.emit(f"A blob needs a name: '{old}' keeps its name")
+            return False
+        if name in {b for layer in self.layers for b in (*layer.bottom, *layer.top)}:
+            self.message.emit(
+                f"Cannot rename blob '{old}' to '{name}': a blob named '{name}' already exists "
+                "(they would become one blob)"
+            )
+            return False
+        return self._push(self.commands.RenameBlob(old, name))
 
     # ---- clipboard --------------------------------------------------------------------------
     def _selected_layers(self) -> list:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from graph_view import sidecar, summary
+from graph_view import canvas_colours, sidecar, summary
 from graph_view.controller import GraphController
 from graph_view.minimap import Minimap
 from graph_view.problems import ProblemList
@@ -40,10 +40,12 @@ class GraphEditor(QWidget):
         self.toolbar = GraphToolbar(self)
         self.status = QLabel(self)
         self.status.setObjectName("graphStatus")
-        self.status.setStyleSheet("color: #6b7684; padding: 3px 10px;")
+        self.status.setWordWrap(True)  # a long refusal wraps on its own line: it never widens the window
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.status.hide()
         self.totals = QLabel(self)
         self.totals.setObjectName("graphTotals")
-        self.totals.setStyleSheet("color: #374151; padding: 3px 10px;")
+        self._style_labels()
         self._layout_widgets()
         self.controller = (
             GraphController(document, push, commands, self.scene) if self.scene.editing else None
@@ -55,16 +57,29 @@ class GraphEditor(QWidget):
         self._timer.timeout.connect(self.sync)
         self._message_timer = QTimer(self)
         self._message_timer.setSingleShot(True)
-        self._message_timer.timeout.connect(lambda: self.status.setText(""))
+        self._message_timer.timeout.connect(lambda: self.show_message(""))
         self._connect()
         self._make_actions()
         self._load_pending = self._fit_pending = True
         self.schedule()
 
+    def _style_labels(self) -> None:
+        """The status line says why an edit was refused: a red readable on the light or dark canvas."""
+        red = "#ff8a80" if canvas_colours.is_dark() else "#b42318"
+        sheet = f"color: {red}; padding: 3px 10px;"
+        if self.status.styleSheet() != sheet:
+            self.status.setStyleSheet(sheet)
+        self.totals.setStyleSheet("color: palette(text); padding: 3px 10px;")
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "totals"):
+            self._style_labels()
+
     def _layout_widgets(self) -> None:
         bottom = QHBoxLayout()
         bottom.setContentsMargins(0, 0, 0, 0)
-        bottom.addWidget(self.status, 1)
+        bottom.addStretch(1)
         bottom.addWidget(self.totals)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -72,6 +87,7 @@ class GraphEditor(QWidget):
         layout.addWidget(self.toolbar)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.problems)
+        layout.addWidget(self.status)
         layout.addLayout(bottom)
         self.problems.hide()
 
@@ -91,6 +107,7 @@ class GraphEditor(QWidget):
         if self.controller is not None:
             self.view.layer_dropped.connect(self.controller.add_layer)
             self.view.rename_finished.connect(self.controller.rename)
+            self.view.blob_rename_finished.connect(self.controller.rename_blob)
             self.scene.connect_requested.connect(self.controller.connect)
             self.controller.message.connect(self.show_message)
             self.controller.select_request.connect(self._select_later)
@@ -242,6 +259,18 @@ class GraphEditor(QWidget):
         self._syncing = True
         self.scene.select_indices(indices)
         self._syncing = False
+        self._bring_into_view(indices)
+
+    def _bring_into_view(self, indices) -> None:
+        """A layer chosen elsewhere (the inspector, the filler panel's list) scrolls into view if it
+        is off screen; a click on the canvas never moves it."""
+        if self._pending or not indices:  # the canvas has not caught up with an edit yet
+            return
+        key = self.scene.graph.keys_of_index.get(indices[-1])
+        item = self.scene.item_of(key) if key else None
+        if item is not None and not self.view.visible_scene_rect().contains(item.sceneBoundingRect()):
+            self.view.ensureVisible(item, 40, 40)
+            self.view.viewport_changed.emit()
 
     def _select_later(self, indices: list[int]) -> None:
         if self.selection is not None:
@@ -267,6 +296,7 @@ class GraphEditor(QWidget):
 
     def show_message(self, text: str) -> None:
         self.status.setText(text)
+        self.status.setVisible(bool(text))
         self._message_timer.start(6000)
 
 

@@ -3,7 +3,8 @@
 View state lives here, never in the document: the phase shown, the split overlay, the flow
 direction, which boxes have their in-place bands unfolded, and the positions the user dragged
 boxes to (kept in canonical, top-to-bottom coordinates so flipping the direction mirrors them).
-Gestures come out as signals (``connect_requested``, ``rename_requested``, ``positions_changed``);
+Gestures come out as signals (``connect_requested``, ``rename_requested``, ``blob_rename_requested``,
+``positions_changed``);
 the controller turns them into the document's commands.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsSceneMouseEvent
 
@@ -28,6 +29,7 @@ from proto import caffe_pb2
 class GraphScene(QGraphicsScene):
     connect_requested = Signal(str, int, str, int)  # source key, top slot, target key, bottom slot (-1: new)
     rename_requested = Signal(str)  # node key
+    blob_rename_requested = Signal(str, int)  # node key, top slot: its wire label was double-clicked
     positions_changed = Signal()  # the user finished dragging boxes
     rebuilt = Signal()
 
@@ -159,6 +161,30 @@ class GraphScene(QGraphicsScene):
             self._moved.clear()
             self.positions_changed.emit()
         self._moved.clear()
+
+    def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        """A double-click on a wire label asks to rename its blob. Labels take no single clicks (a
+        press there selects or drags what lies beneath), so the scene, not the label, catches it."""
+        label = self.label_at(event.scenePos()) if self.editable else None
+        if label is not None and event.button() == Qt.MouseButton.LeftButton:
+            event.accept()
+            self.blob_rename_requested.emit(label.port.key, label.port.slot)
+            return
+        super().mouseDoubleClickEvent(event)
+
+    def label_at(self, pos: QPointF) -> BlobLabel | None:
+        for item in self.items(pos):
+            if isinstance(item, BlobLabel) and item.isVisible():
+                return item
+            if isinstance(item, (NodeItem, PortItem)):
+                return None  # a box or a port above the label: not the label's click
+        return None
+
+    def label_of(self, key: str, slot: int) -> BlobLabel | None:
+        node = self.nodes.get(key)
+        if node is None:
+            return None
+        return next((c for c in node.childItems() if isinstance(c, BlobLabel) and c.port.slot == slot), None)
 
     # ---- connecting -----------------------------------------------------------------------
     def target_at(self, source: PortItem, pos: QPointF) -> tuple[NodeItem, PortItem | None] | None:

@@ -112,11 +112,9 @@ def _make_layer(param: LayerParameter, bottoms: list[Blob]) -> Layer:
         shapes = None  # the real set-up below reports the problem in its own words
     if not shapes:
         return layer
-    preloaded = LayerParameter()
-    preloaded.CopyFrom(param)
-    for shape in shapes:
-        preloaded.blobs.add().shape.dim.extend(shape)
-    return create_layer(preloaded, xp=SHAPE_ONLY)
+    # Blobs already there are kept by the layer's set-up (as loaded weights are): shapes, no values.
+    layer.blobs = [Blob(shape, np.float32, SHAPE_ONLY) for shape in shapes]
+    return layer
 
 
 def _set_up(param: LayerParameter, bottoms: list[Blob], tops: list[Blob]) -> Layer:

@@ -1,21 +1,30 @@
-"""The canvas's own toolbar: TRAIN / TEST, the split overlay, the flow direction, fit and re-layout."""
+"""The canvas's own toolbar: TRAIN / TEST, the split overlay, the flow direction, fit and re-layout.
+
+The buttons sit in a QToolBar, so a narrow canvas tucks the last of them behind its » button
+instead of widening the window. Colours are palette roles: the bar follows the application theme.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolBar, QToolButton, QWidget
 
 from proto import caffe_pb2
 
 STYLE = """
-QWidget#graphToolbar { background: #ffffff; border-bottom: 1px solid #e2e5ea; }
-QToolButton { border: 1px solid #d5d9e0; background: #f7f8fa; padding: 3px 10px; color: #374151; }
-QToolButton:hover { background: #eef1f5; }
-QToolButton:checked { background: #2f5f9e; color: white; border-color: #2f5f9e; }
+QWidget#graphToolbar { background: palette(window); border-bottom: 1px solid palette(mid); }
+QToolBar#graphButtons { background: transparent; border: none; spacing: 0px; padding: 0px; }
+QToolButton { border: 1px solid palette(mid); background: palette(button); padding: 3px 10px;
+    color: palette(button-text); }
+QToolButton:hover { background: palette(light); }
+QToolButton:checked { background: palette(highlight); color: palette(highlighted-text);
+    border-color: palette(highlight); }
 QToolButton#phaseTrain { border-top-left-radius: 4px; border-bottom-left-radius: 4px; }
 QToolButton#phaseTest { border-top-right-radius: 4px; border-bottom-right-radius: 4px; border-left: none; }
 QToolButton#splits, QToolButton#direction, QToolButton#fit, QToolButton#relayout { border-radius: 4px; }
-QLabel#graphHint { color: #8a5a00; padding-left: 8px; }
+QToolButton#qt_toolbar_ext_button { border: none; background: transparent; padding: 0px 2px; }
+QLabel#graphHint { color: palette(placeholder-text); padding-left: 8px; }
 """
 
 
@@ -29,70 +38,94 @@ class GraphToolbar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("graphToolbar")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.setStyleSheet(STYLE)
-        self.train = self._button("TRAIN", "phaseTrain", "Show the net as Caffe builds it for training")
-        self.test = self._button("TEST", "phaseTest", "Show the net as Caffe builds it for testing")
-        self.phases = QButtonGroup(self)
+        self.bar = QToolBar(self)
+        self.bar.setObjectName("graphButtons")
+        self.bar.setIconSize(QSize(12, 12))
+        # Actions, not bare buttons: those the bar has no room for go to its » menu, still usable.
+        self.train_action, self.train = self._add(
+            "TRAIN", "phaseTrain", "Show the net as Caffe builds it for training"
+        )
+        self.test_action, self.test = self._add(
+            "TEST", "phaseTest", "Show the net as Caffe builds it for testing"
+        )
+        self.phases = QActionGroup(self)
         self.phases.setExclusive(True)
-        self.phases.addButton(self.train, caffe_pb2.TRAIN)
-        self.phases.addButton(self.test, caffe_pb2.TEST)
-        self.train.setChecked(True)
-        self.phases.idClicked.connect(self.phase_changed)
-        self.splits = self._button(
+        self.phases.addAction(self.train_action)
+        self.phases.addAction(self.test_action)
+        self.train_action.setChecked(True)
+        self.train_action.triggered.connect(lambda: self.phase_changed.emit(caffe_pb2.TRAIN))
+        self.test_action.triggered.connect(lambda: self.phase_changed.emit(caffe_pb2.TEST))
+        self.splits_action, self.splits = self._add(
             "Splits",
             "splits",
             "Show the Split layers Caffe inserts where a blob feeds several layers (read-only)",
+            gap=True,
         )
-        self.splits.toggled.connect(self._splits)
-        self.direction = self._button(
-            "↑ Bottom-up", "direction", "Flow direction: bottom-to-top as Caffe draws, or top-to-bottom"
+        self.splits_action.toggled.connect(self._splits)
+        self.direction_action, self.direction = self._add(
+            "↑ Bottom-up",
+            "direction",
+            "Flow direction: bottom-to-top as Caffe draws, or top-to-bottom",
+            gap=True,
         )
-        self.direction.toggled.connect(self._direction)
-        self.fit = self._button("Fit", "fit", "Fit the whole net in view (F)", checkable=False)
-        self.fit.clicked.connect(self.fit_clicked)
-        self.relayout = self._button(
-            "Auto layout", "relayout", "Forget moved boxes and lay the net out again", checkable=False
+        self.direction_action.toggled.connect(self._direction)
+        self.fit_action, self.fit = self._add(
+            "Fit", "fit", "Fit the whole net in view (F)", checkable=False, gap=True
         )
-        self.relayout.clicked.connect(self.relayout_clicked)
+        self.fit_action.triggered.connect(self.fit_clicked)
+        self.relayout_action, self.relayout = self._add(
+            "Auto layout",
+            "relayout",
+            "Forget moved boxes and lay the net out again",
+            checkable=False,
+            gap=True,
+        )
+        self.relayout_action.triggered.connect(self.relayout_clicked)
         self.hint = QLabel("", self)
         self.hint.setObjectName("graphHint")
+        self.hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 5, 8, 5)
         layout.setSpacing(0)
-        layout.addWidget(self.train)
-        layout.addWidget(self.test)
-        for widget in (self.splits, self.direction, self.fit, self.relayout):
-            layout.addSpacing(8)
-            layout.addWidget(widget)
-        layout.addWidget(self.hint)
-        layout.addStretch(1)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.hint, 1)
 
-    def _button(self, text: str, name: str, tip: str, checkable: bool = True) -> QToolButton:
-        button = QToolButton(self)
-        button.setText(text)
+    def _add(
+        self, text: str, name: str, tip: str, checkable: bool = True, gap: bool = False
+    ) -> tuple[QAction, QToolButton]:
+        if gap:
+            space = QWidget(self.bar)
+            space.setFixedWidth(8)
+            self.bar.addWidget(space)
+        action = QAction(text, self)
+        action.setToolTip(tip)
+        action.setCheckable(checkable)
+        self.bar.addAction(action)
+        button = self.bar.widgetForAction(action)
+        assert isinstance(button, QToolButton)
         button.setObjectName(name)
-        button.setToolTip(tip)
-        button.setCheckable(checkable)
-        return button
+        return action, button
 
     def _splits(self, on: bool) -> None:
         self.hint.setText("As Caffe runs it: read-only" if on else "")
         self.splits_toggled.emit(on)
 
     def _direction(self, downward: bool) -> None:
-        self.direction.setText("↓ Top-down" if downward else "↑ Bottom-up")
+        self.direction_action.setText("↓ Top-down" if downward else "↑ Bottom-up")
         self.direction_toggled.emit(downward)
 
     def set_splits(self, on: bool) -> None:
-        if self.splits.isChecked() != on:
-            self.splits.blockSignals(True)
-            self.splits.setChecked(on)
-            self.splits.blockSignals(False)
+        if self.splits_action.isChecked() != on:
+            self.splits_action.blockSignals(True)
+            self.splits_action.setChecked(on)
+            self.splits_action.blockSignals(False)
         self.hint.setText("As Caffe runs it: read-only" if on else "")
 
     def set_downward(self, downward: bool) -> None:
-        if self.direction.isChecked() != downward:
-            self.direction.blockSignals(True)
-            self.direction.setChecked(downward)
-            self.direction.blockSignals(False)
-        self.direction.setText("↓ Top-down" if downward else "↑ Bottom-up")
+        if self.direction_action.isChecked() != downward:
+            self.direction_action.blockSignals(True)
+            self.direction_action.setChecked(downward)
+            self.direction_action.blockSignals(False)
+        self.direction_action.setText("↓ Top-down" if downward else "↑ Bottom-up")

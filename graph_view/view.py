@@ -1,5 +1,6 @@
 """The canvas: zoom (wheel, at the cursor), pan (middle drag, Space + drag, trackpad), fit,
-rubber-band selection, dropping a layer type from the palette, and renaming a box in place.
+rubber-band selection, dropping a layer type from the palette, and renaming a box or a blob (its
+wire label) in place: Enter (or clicking away) applies, Escape cancels.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ DETAIL_ZOOM = 0.35  # below this, boxes draw as coloured blocks
 class GraphView(QGraphicsView):
     layer_dropped = Signal(str, QPointF)  # layer type, scene position
     rename_finished = Signal(str, str)  # node key, new name
+    blob_rename_finished = Signal(str, str)  # old blob name, new name (as typed: may be empty)
     viewport_changed = Signal()
 
     def __init__(self, scene: GraphScene, parent: QWidget | None = None) -> None:
@@ -47,9 +49,10 @@ class GraphView(QGraphicsView):
         self._pan_from: QPointF | None = None
         self._space = False
         self._rename: QLineEdit | None = None
-        self._rename_key = ""
+        self._rename_done: Callable[[str], None] = lambda name: None
         self._keys: list[tuple[QKeySequence, Callable[[], object]]] = []
         scene.rename_requested.connect(self.begin_rename)
+        scene.blob_rename_requested.connect(self.begin_blob_rename)
         self.horizontalScrollBar().valueChanged.connect(self.viewport_changed)
         self.verticalScrollBar().valueChanged.connect(self.viewport_changed)
 
@@ -214,25 +217,49 @@ class GraphView(QGraphicsView):
         node = self.graph_scene.nodes.get(key)
         if node is None or not self.graph_scene.editable:
             return
-        self.cancel_rename()
         rect = self.mapFromScene(node.mapRectToScene(node.header_rect())).boundingRect()
-        edit = QLineEdit(node.node.layer.name, self.viewport())
-        edit.setObjectName("renameEdit")
-        edit.setGeometry(rect.adjusted(2, 1, -2, -1))
+
+        def done(name: str) -> None:
+            if name:
+                self.rename_finished.emit(key, name)
+
+        self._open_editor("renameEdit", node.node.layer.name, rect.adjusted(2, 1, -2, -1), done)
+
+    def begin_blob_rename(self, key: str, slot: int) -> None:
+        """An editor over the wire label of top ``slot`` of box ``key``; it reports even an empty
+        name (the controller says why that is refused)."""
+        label = self.graph_scene.label_of(key, slot)
+        if label is None or not self.graph_scene.editable:
+            return
+        rect = self.mapFromScene(label.mapRectToScene(label.boundingRect())).boundingRect()
+        rect.setWidth(max(rect.width() + 16, 140))
+        rect.setHeight(max(rect.height(), self.fontMetrics().height() + 8))
+        old = label.name
+
+        def done(name: str) -> None:
+            if name != old:
+                self.blob_rename_finished.emit(old, name)
+
+        self._open_editor("blobRenameEdit", old, rect, done)
+
+    def _open_editor(self, name: str, text: str, rect, done: Callable[[str], None]) -> None:
+        self.cancel_rename()
+        edit = QLineEdit(text, self.viewport())
+        edit.setObjectName(name)
+        edit.setGeometry(rect)
         edit.selectAll()
         edit.installEventFilter(self)
         edit.returnPressed.connect(self._finish_rename)
         edit.show()
         edit.setFocus()
-        self._rename, self._rename_key = edit, key
+        self._rename, self._rename_done = edit, done
 
     def _finish_rename(self) -> None:
         if self._rename is None:
             return
-        key, name = self._rename_key, self._rename.text().strip()
+        name, done = self._rename.text().strip(), self._rename_done
         self.cancel_rename()
-        if name:
-            self.rename_finished.emit(key, name)
+        done(name)
 
     def cancel_rename(self) -> None:
         if self._rename is not None:

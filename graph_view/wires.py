@@ -118,10 +118,14 @@ class WireItem(QGraphicsPathItem):
 
 
 class BlobLabel(QGraphicsItem):
-    """``name  N×C×H×W`` beside a top port, on the outside of the box; a child of the node."""
+    """``name  N×C×H×W`` beside a top port, on the outside of the box; a child of the node.
+
+    A double-click on it renames the blob (the scene catches it: see ``GraphScene.label_at``).
+    """
 
     def __init__(self, port: PortItem, shape: Shape | None, downward: bool, stagger: int) -> None:
         super().__init__(port.node)
+        self.port = port
         self.name, self.shape_text = port.blob, summary.dims(shape) if shape is not None else ""
         self.name_w = advance("small", self.name)
         width = self.name_w + (advance("small", self.shape_text) + 6 if self.shape_text else 0) + 8
@@ -131,6 +135,7 @@ class BlobLabel(QGraphicsItem):
         self.rect = QRectF(x, y, width, height)
         self.setZValue(3)
         self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        self.setToolTip(f"blob {self.name}: double-click to rename it")
 
     def text(self) -> str:
         return f"{self.name}  {self.shape_text}".strip()

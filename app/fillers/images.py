@@ -37,21 +37,37 @@ def pixmap(rgb: np.ndarray, scale: int) -> QPixmap:
 
 
 class KernelImage(QLabel):
-    """Shows a 2-D array with square pixels, scaled by a whole factor to fit ``max_size``."""
+    """Shows a 2-D array with square pixels, scaled by a whole factor to fit ``max_size`` and the
+    label's own width (it never widens its panel: a narrow dock gets a smaller picture)."""
 
     def __init__(self, max_width: int = 440, max_height: int = 400, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.max_width, self.max_height = max_width, max_height
         self.array: np.ndarray | None = None
         self.limit = 0.0
+        self._drawn_scale = 0
         self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
 
     def show_array(self, array: np.ndarray, limit: float | None = None) -> None:
         self.array = array
         finite = array[np.isfinite(array)]
         self.limit = limit if limit is not None else (float(np.abs(finite).max()) if finite.size else 0.0)
-        h, w = array.shape
-        scale = max(1, min(self.max_width // max(w, 1), self.max_height // max(h, 1), 48))
-        self.setPixmap(pixmap(diverging(array, self.limit or None), scale))
-        self.setFixedHeight(h * scale)
+        self._draw()
+
+    def _scale(self) -> int:
+        h, w = self.array.shape if self.array is not None else (1, 1)
+        room = min(self.max_width, self.width()) if self.width() > 0 else self.max_width
+        return max(1, min(room // max(w, 1), self.max_height // max(h, 1), 48))
+
+    def _draw(self) -> None:
+        if self.array is None:
+            return
+        self._drawn_scale = scale = self._scale()
+        self.setPixmap(pixmap(diverging(self.array, self.limit or None), scale))
+        self.setFixedHeight(self.array.shape[0] * scale)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.array is not None and self._scale() != self._drawn_scale:
+            self._draw()

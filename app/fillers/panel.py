@@ -37,17 +37,6 @@ from app.fillers.summary import Preview, summarise
 from app.selection import Selection
 from proto import caffe_pb2
 
-STYLE = """
-#fillerRow { background: #f7f8fa; border: 1px solid #e3e6eb; border-radius: 6px; }
-#fillerRow[current="true"] { background: #eef4fc; border-color: #9bbce6; }
-#shapeLabel { color: #1f2937; font-family: monospace; }
-#hintLabel, #kernelCaption, #kernelLegend, #fillFooter { color: #6b7280; }
-#panelTitle, #previewTitle { font-weight: 600; color: #111827; }
-#previewMessage { color: #4b5563; padding: 8px; background: #f3f4f6; border-radius: 6px; }
-#previewWarnings { background: #fff6dc; border-left: 3px solid #e0a800; padding: 6px 8px; color: #5b4300; }
-#busyLabel { color: #b45309; }
-"""
-
 
 class FillerPanel(QWidget):
     built = Signal()  # the net was (re)built for the current document, phase and seed
@@ -84,10 +73,10 @@ class FillerPanel(QWidget):
 
     # ---- widgets ------------------------------------------------------------------------------
     def _make_widgets(self) -> None:
-        self.setStyleSheet(STYLE)
+        self.setObjectName("fillerPanel")  # its colours come from the application theme (app.themes)
         self.layer_combo = QComboBox(self)
         self.layer_combo.setPlaceholderText("choose a layer with weights")
-        self.layer_combo.setMinimumContentsLength(18)
+        self.layer_combo.setMinimumWidth(110)  # long names elide: the dock may be narrow
         self.layer_combo.activated.connect(lambda i: self.selection.select(self.layer_combo.itemData(i)))
         self.phase_combo = QComboBox(self)
         self.phase_combo.addItems(["TRAIN", "TEST"])
@@ -97,6 +86,7 @@ class FillerPanel(QWidget):
         self.seed_spin.setRange(0, 2**31 - 1)
         self.seed_spin.setValue(self.seed)
         self.seed_spin.setPrefix("seed ")
+        self.seed_spin.setMinimumWidth(96)  # room for six digits, not for 2**31
         self.seed_spin.setToolTip("The seed of the draw, as main.py fill --seed")
         self.seed_spin.valueChanged.connect(self._set_seed)
         self.reseed = QPushButton("Reseed", self)
@@ -113,6 +103,7 @@ class FillerPanel(QWidget):
         top.addWidget(self.reseed)
         self.title = QLabel(self)
         self.title.setObjectName("panelTitle")
+        self.title.setWordWrap(True)
         self.rows_box = QVBoxLayout()
         self.rows_box.setSpacing(6)
         self.group = QButtonGroup(self)
@@ -133,7 +124,7 @@ class FillerPanel(QWidget):
         column.addLayout(self.rows_box)
         line = QFrame(body)
         line.setFrameShape(QFrame.Shape.HLine)
-        line.setStyleSheet("color: #e5e7eb;")
+        line.setObjectName("fillerRule")
         column.addWidget(line)
         column.addWidget(self.preview)
         column.addWidget(self.footer)

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.fillers.images import KernelImage
@@ -30,6 +31,7 @@ class PreviewView(QWidget):
         self.current: Preview | None = None
         self.title = QLabel(self)
         self.title.setObjectName("previewTitle")
+        self.title.setWordWrap(True)
         self.message = QLabel(self)
         self.message.setObjectName("previewMessage")
         self.message.setWordWrap(True)
@@ -58,10 +60,12 @@ class PreviewView(QWidget):
         self.legend = QLabel(self)
         self.legend.setObjectName("plotLegend")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)
 
         self.stats = QLabel(self)
         self.stats.setObjectName("previewStats")
         self.stats.setTextFormat(Qt.TextFormat.RichText)
+        self.stats.setWordWrap(True)
         self.warnings = QLabel(self)
         self.warnings.setObjectName("previewWarnings")
         self.warnings.setWordWrap(True)
@@ -72,6 +76,7 @@ class PreviewView(QWidget):
         self.kernel_legend = QLabel(self)
         self.kernel_legend.setObjectName("kernelLegend")
         self.kernel_legend.setTextFormat(Qt.TextFormat.RichText)
+        self.kernel_legend.setWordWrap(True)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -95,6 +100,11 @@ class PreviewView(QWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange and hasattr(self, "plot"):
             follow_palette(self.plot, (self.plot.getPlotItem(),), self.palette())
+            if self.current is not None:  # the table's grey is written into its HTML
+                self.stats.setText(_stats_html(self.current, self._grey()))
+
+    def _grey(self) -> str:
+        return self.palette().color(QPalette.ColorRole.PlaceholderText).name()
 
     # ---- nothing to show --------------------------------------------------------------------
 
@@ -122,7 +132,7 @@ class PreviewView(QWidget):
         self.title.show()
         self.message.hide()
         self._histogram(preview)
-        self.stats.setText(_stats_html(preview))
+        self.stats.setText(_stats_html(preview, self._grey()))
         self.stats.show()
         self.warnings.setText("<br>".join(f"⚠ {w}" for w in preview.warnings))
         self.warnings.setVisible(bool(preview.warnings))
@@ -192,7 +202,7 @@ class PreviewView(QWidget):
         )
 
 
-def _stats_html(p: Preview) -> str:
+def _stats_html(p: Preview, grey: str) -> str:
     e = p.expected or {}
     rows = [("mean", p.mean, e.get("mean")), ("std", p.std, e.get("std"))]
     if "nonzero_fraction" in e:
@@ -203,15 +213,15 @@ def _stats_html(p: Preview) -> str:
         sums = p.values.reshape(p.values.shape[0], -1).sum(axis=1)
         rows.append(("row sum", float(sums.mean()), e["row_sum"]))
     cells = "".join(
-        f"<tr><td style='color:#6b7280'>{name}</td><td align='right'><b>{_number(drawn)}</b></td>"
+        f"<tr><td style='color:{grey}'>{name}</td><td align='right'><b>{_number(drawn)}</b></td>"
         f"<td align='right'>{_number(want) if want is not None else '—'}</td>"
-        f"<td style='color:#6b7280'>{_gap(drawn, want)}</td></tr>"
+        f"<td style='color:{grey}'>{_gap(drawn, want)}</td></tr>"
         for name, drawn, want in rows
     )
-    grey = "align='right' style='color:#6b7280'"
+    head = f"align='right' style='color:{grey}'"
     html = (
-        f"<table cellspacing='0' cellpadding='2'><tr><td></td><td {grey}>drawn</td>"
-        f"<td {grey}>&nbsp;&nbsp;expected</td><td></td></tr>{cells}</table>"
+        f"<table cellspacing='0' cellpadding='2'><tr><td></td><td {head}>drawn</td>"
+        f"<td {head}>&nbsp;&nbsp;expected</td><td></td></tr>{cells}</table>"
     )
     if "fan_in" in e:
         norm = {

@@ -74,8 +74,10 @@ class FillerRow(QFrame):
         self.radio.toggled.connect(self._toggled)
         self.shape = QLabel("…", self)
         self.shape.setObjectName("shapeLabel")
+        self.shape.setWordWrap(True)  # a narrow dock: the count goes under the dims (see set_state)
         self.type_combo = QComboBox(self)
         self.type_combo.addItems(FILLER_TYPES)
+        self.type_combo.setMinimumWidth(96)  # "positive_unitball" elides in a narrow dock
         self.type_combo.setToolTip("The filler that draws this blob's initial values")
         self.type_combo.currentTextChanged.connect(self._type_changed)
         self.hint = QLabel(self)
@@ -106,7 +108,11 @@ class FillerRow(QFrame):
         shape: tuple[int, ...] | None,
         pending: bool = False,
     ) -> None:
-        self.shape.setText(shape_text(shape, pending))
+        text = shape_text(shape, pending)
+        self.shape.setText(text)
+        self.shape.ensurePolished()  # the theme's monospace font, before measuring
+        dims = text.split("  (")[0]  # never broken inside: only the count may wrap
+        self.shape.setMinimumWidth(math.ceil(self.shape.fontMetrics().horizontalAdvance(dims)) + 2)
         self.filler = filler
         if filler is None:
             return

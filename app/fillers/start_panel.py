@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QFontMetricsF, QPalette
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from app.document import NET_KINDS, Change, Document
@@ -23,10 +24,10 @@ from proto import caffe_pb2
 
 COLOURS = ("#3b6fb6", "#e07b00")
 MAX_NAMES = 8  # layer names under an axis
-PLOTS = (
-    ("act_std", "output std", True),
-    ("act_mean", "output mean", False),
-    ("grad_norm", "‖∂loss/∂output‖", True),
+PLOTS = (  # short axis titles: a plot may be only a few lines tall (the intro says what they mean)
+    ("act_std", "std", True),
+    ("act_mean", "mean", False),
+    ("grad_norm", "‖grad‖", True),
 )
 
 
@@ -37,10 +38,17 @@ class LayerAxis(pg.AxisItem):
         super().__init__("bottom")
         self.names: list[str] = []
 
+    def _metrics(self) -> QFontMetricsF:
+        return QFontMetricsF(self.style.get("tickFont") or self.font())
+
     def tickValues(self, minVal, maxVal, size):
         n = len(self.names)
-        step = max(1, math.ceil(n / MAX_NAMES))  # the same names under every plot
-        return [(step, list(range(0, n, step)))] if n else []
+        if not n:
+            return []
+        room = self._metrics().horizontalAdvance(max(self.names, key=len)) + 16  # a name and a gap
+        fits = max(1, int(size // room))  # never more names than the axis has room for
+        step = max(1, math.ceil(n / min(MAX_NAMES, fits)))
+        return [(step, list(range(0, n, step)))]
 
     def tickStrings(self, values, scale, spacing):
         return [self.names[int(v)] if 0 <= int(v) < len(self.names) else "" for v in values]
@@ -71,6 +79,7 @@ class NetStartPanel(QWidget):
 
     def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setObjectName("netStartPanel")
         self.doc = doc
         self.phase, self.seed = caffe_pb2.TRAIN, 1
         self.results: tuple[Probe, Probe] | None = None
@@ -88,21 +97,25 @@ class NetStartPanel(QWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange and hasattr(self, "plots"):
             follow_palette(self.view, self.plots, self.palette())
+            if self.results is not None:  # the verdict's warning colour is written into its HTML
+                self.summary.setText(self._summary_html(self.results))
 
     def _make_widgets(self) -> None:
         intro = QLabel(
-            "One batch forward and backward through the freshly initialised net. Lines that fall or climb "
+            "One batch forward and backward through the freshly initialised net: per layer, the std and "
+            "the mean of its output and the norm of the gradient reaching it. Lines that fall or climb "
             "steeply from layer to layer mean a signal that vanishes or explodes before training starts.",
             self,
         )
         intro.setWordWrap(True)
-        intro.setStyleSheet("color: #4b5563;")
+        intro.setObjectName("netStartIntro")  # colours: the application theme (app.themes)
         self.choices = []
         controls = QHBoxLayout()
         for k, default in enumerate(("the net's own fillers", "msra everywhere")):
             combo = QComboBox(self)
             combo.addItems(list(CHOICES))
             combo.setCurrentText(default)
+            combo.setMinimumWidth(100)  # long choices elide: the dock may be narrow
             combo.setStyleSheet(f"QComboBox {{ border-left: 4px solid {COLOURS[k]}; padding-left: 4px; }}")
             combo.currentIndexChanged.connect(self._schedule)
             self.choices.append(combo)
@@ -113,6 +126,7 @@ class NetStartPanel(QWidget):
         self.seed_spin.setRange(0, 2**31 - 1)
         self.seed_spin.setValue(self.seed)
         self.seed_spin.setPrefix("seed ")
+        self.seed_spin.setMinimumWidth(96)
         self.seed_spin.valueChanged.connect(self._set_seed)
         self.reseed = QPushButton("Reseed", self)
         self.reseed.clicked.connect(lambda: self.seed_spin.setValue(self.seed + 1))
@@ -123,9 +137,9 @@ class NetStartPanel(QWidget):
         second = QHBoxLayout()
         self.source = QLabel(self)
         self.source.setWordWrap(True)
-        self.source.setStyleSheet("color: #6b7280;")
+        self.source.setObjectName("netStartSource")
         self.busy = QLabel("running…", self)
-        self.busy.setStyleSheet("color: #b45309;")
+        self.busy.setObjectName("busyLabel")
         self.busy.hide()
         second.addWidget(self.phase_combo)
         second.addWidget(self.seed_spin)
@@ -153,6 +167,8 @@ class NetStartPanel(QWidget):
                 first = plot
             else:
                 plot.setXLink(first)
+            if row < len(PLOTS) - 1:  # the layer names once, under the last plot: the plots keep height
+                axis.setStyle(showValues=False)
             self.axes.append(axis)
             self.plots.append(plot)
             self.curves[key] = [
@@ -232,11 +248,15 @@ class NetStartPanel(QWidget):
             plot.enableAutoRange()
         first = next((r for r in results if r.error is None), None)
         self.source.setText(f"Input: {first.source}" if first else "")
+        self.summary.setText(self._summary_html(results))
+        self.finished.emit()
+
+    def _summary_html(self, results: tuple[Probe, Probe]) -> str:
+        alarm = self.palette().color(QPalette.ColorRole.BrightText).name()  # the theme's danger colour
         lines = []
         for k, result in enumerate(results):
             text = f"could not run: {result.error}" if result.error else verdict(result)
             for word in ("vanishes", "explodes"):
-                text = text.replace(word, f"<b style='color:#b91c1c'>{word}</b>")
+                text = text.replace(word, f"<b style='color:{alarm}'>{word}</b>")
             lines.append(f"<span style='color:{COLOURS[k]}'>■</span> <b>{result.label}</b>: {text}")
-        self.summary.setText("<br>".join(lines))
-        self.finished.emit()
+        return "<br>".join(lines)

@@ -35,6 +35,9 @@ class Group(QFrame):
         self.header.toggled.connect(self.set_expanded)
         self.summary = QLabel(self)
         self.summary.setObjectName("groupSummary")
+        # A long summary ("lr_mult 1.0, decay_mult 1.0") elides rather than widening the inspector.
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.summary.setMinimumWidth(40)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
 
         bar = QHBoxLayout()

@@ -165,6 +165,7 @@ class TrainingPlots(QWidget):
         self.graphics.setBackground("w")
         self.graphics.ci.setContentsMargins(4, 2, 4, 2)
         self.legend = pg.LegendItem(colCount=4, labelTextColor="#333", frame=False, horSpacing=14)
+        self.legend.layout.setContentsMargins(8, 0, 8, 0)  # one tight line: the plots keep the height
         self.graphics.addItem(self.legend, row=0, col=0)
         self.loss_plot = self.graphics.addPlot(row=1, col=0, axisItems={"left": _LossAxis("left")})
         self.metric_plot = self.graphics.addPlot(row=2, col=0)

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QFontDatabase, QIcon, QPixmap
-from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHeaderView,
+    QPlainTextEdit,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.training.run import Run
 
@@ -43,6 +51,10 @@ class RunsView(QWidget):
         self.tree.setRootIsDecorated(False)
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
+        header = self.tree.header()  # the short columns follow their text as a run goes on ("167/10000")
+        for column in range(len(COLUMNS) - 1):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
         self.details = QPlainTextEdit(readOnly=True)
         self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.details.setPlaceholderText(
@@ -77,8 +89,6 @@ class RunsView(QWidget):
         self._items[run.number] = item
         self.update_run(run)
         self.tree.blockSignals(False)
-        for column in range(len(COLUMNS) - 1):
-            self.tree.resizeColumnToContents(column)
         self.tree.setCurrentItem(item)
         self.shown_changed.emit(self.shown())
 

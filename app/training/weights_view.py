@@ -2,7 +2,7 @@
 
 The arrays are host copies taken between iterations (or while paused, or after the run), so
 this view never touches the training net. While a run trains and the view is visible it asks
-for fresh weights every ``LIVE_MS``.
+for fresh weights every ``LIVE_MS``. Backgrounds, axes and titles follow the application palette.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -22,6 +23,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from app.plot_palette import follow_palette
 
 LIVE_MS = 2000
 MAX_TILES = 2048
@@ -73,7 +76,7 @@ class WeightsView(QWidget):
         refresh = QToolButton(text="Refresh", autoRaise=True)
         self.save = QToolButton(text="Save .caffemodel…", autoRaise=True)
         self.info = QLabel("No weights yet: train, then look here.")
-        self.info.setStyleSheet("color: #666")
+        self.info.setStyleSheet("color: palette(placeholder-text)")
         refresh.clicked.connect(self.refresh_requested)
         self.save.clicked.connect(self.save_requested)
         bar = QHBoxLayout()
@@ -84,13 +87,11 @@ class WeightsView(QWidget):
         bar.addWidget(self.save)
 
         self.mosaic_widget = pg.GraphicsLayoutWidget()
-        self.mosaic_widget.setBackground("w")
         self.mosaic_view = self.mosaic_widget.addViewBox(lockAspect=True, invertY=True)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.image.setColorMap(pg.colormap.get("CET-D1"))
         self.mosaic_view.addItem(self.image)
         self.histograms = pg.GraphicsLayoutWidget()
-        self.histograms.setBackground("w")
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.mosaic_widget)
         splitter.addWidget(self.histograms)
@@ -106,6 +107,17 @@ class WeightsView(QWidget):
         self.layer.currentTextChanged.connect(self._draw_mosaic)
         self.live_timer = QTimer(self, interval=LIVE_MS, timeout=self._live_tick)
         self.training = False
+        self._follow_palette()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "histograms"):
+            self._follow_palette()
+            self._draw_histograms()  # the titles' colour is set when they are written
+
+    def _follow_palette(self) -> None:
+        self.mosaic_widget.setBackground(self.palette().color(QPalette.ColorRole.Base))
+        follow_palette(self.histograms, self._hist_plots.values(), self.palette())
 
     def set_training(self, training: bool) -> None:
         self.training = training
@@ -156,14 +168,14 @@ class WeightsView(QWidget):
                 plot = self.histograms.addPlot(row=i // 2, col=i % 2)
                 plot.setMenuEnabled(False)
                 plot.hideAxis("left")
-                plot.getAxis("bottom").setTextPen("#444")
-                plot.getAxis("bottom").setPen("#999")
                 self._hist_plots[name] = plot
+            follow_palette(self.histograms, self._hist_plots.values(), self.palette())
+        title = self.palette().color(QPalette.ColorRole.Text).name()
         for name, blobs in self.weights.items():
             plot = self._hist_plots[name]
             plot.clear()
             w = blobs[0]
-            plot.setTitle(f"{name} {'×'.join(map(str, w.shape))}  σ={w.std():.3g}", size="9pt", color="#333")
+            plot.setTitle(f"{name} {'×'.join(map(str, w.shape))}  σ={w.std():.3g}", size="9pt", color=title)
             counts, edges = np.histogram(w[np.isfinite(w)], bins=BINS)
             brush = pg.mkColor(WEIGHT_COLOR)
             brush.setAlpha(90)

@@ -120,6 +120,7 @@ def test_set_field_connect_disconnect(doc, history, events):
         (Connect(2, "data", slot=5), "no bottom 5"),
         (Disconnect(0, 0), "no bottom 0"),
         (RenameBlob("nothing", "x"), "no blob named"),
+        (RenameBlob("conv1", "data"), "already exists"),
         (SetNetField("layer", []), "layer commands"),
         (SetSolverField("lr_policy", 3), "lr_policy"),
     ],

@@ -113,3 +113,23 @@ def test_log_scale(qtbot, panel):
     assert panel.plot.log.isChecked() and panel.plot.plot.getPlotItem().ctrl.logYCheck.isChecked()
     assert len(panel.plot.curve.xData) == 10_000 and (panel.plot.curve.yData > 0).all()
     assert panel.plot.curve.opts["fillLevel"] is None  # no fill down to log(0)
+
+
+def test_switching_to_adagrad_lets_go_of_momentum_in_one_undoable_step(qtbot, panel):
+    """Caffe's AdaGrad and RMSProp refuse momentum; choosing them from the type box clears it."""
+    combo = panel.editor("type")
+    combo.setCurrentText("AdaGrad")  # as a pick from the list: the combo emits its change
+    combo.activated.emit(combo.currentIndex())
+    qtbot.waitUntil(lambda: panel.doc.solver.type == "AdaGrad")
+    assert panel.doc.solver.momentum == 0 and not panel.doc.solver.HasField("momentum")
+    assert not panel.message.isVisible()
+    panel.stack.undo()
+    assert panel.doc.solver.type != "AdaGrad" and panel.doc.solver.momentum == pytest.approx(0.9)
+
+
+def test_momentum_with_rmsprop_is_refused_in_caffes_words(qtbot, panel):
+    panel.stack.push_command(SetSolverField("momentum", 0.0))
+    panel.stack.push_command(SetSolverField("type", "RMSProp"))
+    retype(qtbot, panel.editor("momentum"), "0.5")
+    assert "Momentum cannot be used with RMSProp." in panel.message.text()
+    assert panel.doc.solver.momentum == 0

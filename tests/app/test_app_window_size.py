@@ -1,0 +1,78 @@
+"""The main window fits a 1280×800 screen: a small minimum size, every panel on screen and usable,
+the canvas's toolbar tucking buttons behind » rather than widening the window."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QScrollArea, QToolButton
+
+from app.files import EXAMPLES
+from app.main_window import MainWindow
+
+
+@pytest.fixture
+def window(qtbot):
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.ask_unsaved_changes = lambda *args: "discard"
+    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
+    yield w
+    fillers, start = w.filler_dock.widget(), w.net_start_dock.widget()
+    for jobs in (fillers.build_jobs, fillers.preview_jobs, start.jobs):
+        assert jobs.wait(10000)
+
+
+def show_at(qtbot, w, width: int, height: int) -> None:
+    w.resize(width, height)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.wait(20)
+
+
+def test_minimum_size_fits_a_small_screen(qtbot, window):
+    hint = window.minimumSizeHint()
+    assert hint.width() <= 1280 and hint.height() <= 720, hint
+    show_at(qtbot, window, 1280, 800)
+    window.filler_dock.raise_()  # the widest panel of the prototxt's tab group, on a layer with weights
+    window.selection.select([layer.name for layer in window.doc.net.layer].index("conv1"))
+    qtbot.wait(20)
+    hint = window.minimumSizeHint()
+    assert hint.width() <= 1280 and hint.height() <= 720, hint
+    assert window.width() == 1280  # nothing forced the window wider than asked
+
+
+def test_key_docks_visible_and_usable_at_1280x800(qtbot, window):
+    show_at(qtbot, window, 1280, 800)
+    bench = window.workbench
+    widths = {}
+    for dock in (bench.palette_dock, window.editor_dock, bench.inspector_dock, window.training):
+        assert dock.isVisible() and not dock.isFloating(), dock.objectName()
+        assert window.rect().contains(dock.geometry()), dock.objectName()  # on screen, whole
+        widths[dock.objectName()] = dock.width()
+    assert widths["paletteDock"] >= 150 and widths["prototxtDock"] >= 340 and widths["inspectorDock"] >= 280
+    assert window.graph.width() >= 400 and window.graph.view.height() >= 300  # the canvas keeps the middle
+    assert window.training.height() >= 230
+
+    window.selection.select([layer.name for layer in window.doc.net.layer].index("conv1"))
+    qtbot.wait(20)
+    inspector = bench.inspector.scroll
+    assert inspector.widget().minimumSizeHint().width() <= inspector.viewport().width()  # no clipped form
+    window.filler_dock.raise_()
+    qtbot.wait(20)
+    fillers = window.filler_dock.widget().findChild(QScrollArea)
+    assert fillers.widget().minimumSizeHint().width() <= fillers.viewport().width()
+
+
+def test_canvas_toolbar_overflows_instead_of_widening(qtbot, window):
+    show_at(qtbot, window, 1280, 800)
+    toolbar = window.graph.toolbar
+    window.resizeDocks([window.workbench.palette_dock], [420], window.graph.toolbar.bar.orientation())
+    qtbot.wait(20)
+    assert window.width() == 1280
+    more = toolbar.bar.findChild(QToolButton, "qt_toolbar_ext_button")
+    assert more is not None and more.isVisible()  # the last buttons wait behind »
+    assert not toolbar.relayout.isVisible() and toolbar.train.isVisible()
+    listed = {action.text(): action for action in more.menu().actions()}
+    assert {"Fit", "Auto layout"} <= set(listed) and "TRAIN" not in listed  # the hidden ones, one click away
+    with qtbot.waitSignal(toolbar.fit_clicked, timeout=1000):  # (Auto layout would save a layout file)
+        listed["Fit"].trigger()
