@@ -7,6 +7,7 @@ of the blob's array module (numpy or cupy). Layers write into them in place (``o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
@@ -17,6 +18,9 @@ from engine import backend
 from proto import caffe_pb2
 
 MAX_BLOB_AXES = 32
+# Caffe CHECKs a blob's count against INT_MAX; refusing here, before any allocation, turns an absurd
+# shape (a typo'd dim, a huge pad) into a message instead of an attempt to allocate terabytes.
+MAX_BLOB_COUNT = 2**31 - 1
 
 
 def as_shape(shape: Any) -> tuple[int, ...]:
@@ -32,13 +36,20 @@ def as_shape(shape: Any) -> tuple[int, ...]:
         raise ValueError(f"blob shape {out} has more than {MAX_BLOB_AXES} axes")
     if any(d < 0 for d in out):
         raise ValueError(f"blob shape {out} has a negative dimension")
+    # Python ints, so a product past int64 does not wrap around; a dimension must fit too, even
+    # beside a 0 (Caffe's dims are ints), as must what numpy multiplies out of the nonzero ones.
+    if (
+        math.prod(out) > MAX_BLOB_COUNT
+        or any(d > MAX_BLOB_COUNT for d in out)
+        or math.prod(d for d in out if d) >= 2**63
+    ):
+        raise ValueError(f"blob shape {shape_string(out)} exceeds the limit of {MAX_BLOB_COUNT} values")
     return out
 
 
 def shape_string(shape: tuple[int, ...]) -> str:
     """Caffe's way of printing a shape: '2 3 4 5 (120)'."""
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    return "".join(f"{d} " for d in shape) + f"({count})"
+    return "".join(f"{d} " for d in shape) + f"({math.prod(shape)})"
 
 
 class Blob:
@@ -74,7 +85,7 @@ class Blob:
     def canonical_axis_index(self, axis: int) -> int:
         """Map a possibly negative axis to 0..num_axes-1, raising as Caffe CHECKs."""
         n = self.num_axes
-        if not -n <= axis < max(n, 1):
+        if not -n <= axis < n:
             raise ValueError(f"axis {axis} out of range for {n}-D blob with shape {shape_string(self.shape)}")
         return axis + n if axis < 0 else axis
 

@@ -13,6 +13,14 @@ class LayerSetupError(NetError):
     """A layer refused its parameters or the shapes of its bottoms."""
 
 
+class BackwardNotImplementedError(NetError, NotImplementedError):
+    """A backward pass was asked of a layer that has none (Caffe's NOT_IMPLEMENTED)."""
+
+
+class LayerOutOfMemoryError(NetError, MemoryError):
+    """A layer's forward or backward pass could not allocate what it needs."""
+
+
 class UnknownTypeError(EngineError, KeyError):
     """A layer, filler or solver type string that nobody registered."""
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine import backend
 from engine.blob import Blob, shape_string
-from engine.errors import EngineError, NetError
+from engine.errors import EngineError, LayerOutOfMemoryError, NetError, UnknownTypeError
 from engine.insert_splits import insert_splits
 from engine.layers import Layer, create_layer
 from engine.netstate import filter_net, make_state
@@ -98,7 +98,10 @@ class Net:
                     f"{len(layer_param.bottom)} times (once per bottom), "
                     f"got {len(layer_param.propagate_down)}"
                 )
-            layer = create_layer(layer_param, xp=self.xp, dtype=self.dtype)
+            try:
+                layer = create_layer(layer_param, xp=self.xp, dtype=self.dtype)
+            except UnknownTypeError as exc:  # Caffe's text names only the type: say which layer
+                raise _in_layer(exc, f"layer '{layer_param.name}': ") from None
             self.layers.append(layer)
             self.layer_names.append(layer_param.name)
             self.bottom_vecs.append([])
@@ -133,8 +136,10 @@ class Net:
                     self._append_top(layer_param, layer_id, top_id, None, None)
             try:
                 layer.setup(self.bottom_vecs[layer_id], self.top_vecs[layer_id])
-            except EngineError:
+            except NetError:
                 raise
+            except EngineError as exc:  # a filler's or a data source's complaint: add the layer's name
+                raise _in_layer(exc, f"layer '{layer_param.name}' ({layer_param.type}): ") from exc
             except Exception as exc:  # a layer's own check: name the layer and the shapes it saw
                 shapes = ", ".join(shape_string(b.shape) for b in self.bottom_vecs[layer_id]) or "none"
                 raise NetError(
@@ -307,8 +312,11 @@ class Net:
         losses = []
         for i in range(start, end + 1):
             layer, bottom, top = self.layers[i], self.bottom_vecs[i], self.top_vecs[i]
-            layer.reshape(bottom, top)
-            layer.forward(bottom, top)
+            _reshape(layer, bottom, top)
+            try:
+                layer.forward(bottom, top)
+            except MemoryError as exc:
+                raise _out_of_memory(layer, "forward", exc) from exc
             for top_id, blob in enumerate(top):
                 if layer.loss(top_id):  # the diff of a loss top holds its weight (Layer.set_loss_weights)
                     losses.append(self.xp.dot(blob.data.reshape(-1), blob.diff.reshape(-1)))
@@ -332,7 +340,11 @@ class Net:
         self._check_range("backward", end, start)
         for i in range(start, end - 1, -1):
             if self.layer_need_backward[i]:
-                self.layers[i].backward(self.top_vecs[i], self.bottom_need_backward[i], self.bottom_vecs[i])
+                layer = self.layers[i]
+                try:
+                    layer.backward(self.top_vecs[i], self.bottom_need_backward[i], self.bottom_vecs[i])
+                except MemoryError as exc:
+                    raise _out_of_memory(layer, "backward", exc) from exc
                 if self.debug_info:
                     self._backward_debug_info(i)
 
@@ -369,7 +381,7 @@ class Net:
 
     def reshape(self) -> None:
         for layer, bottom, top in zip(self.layers, self.bottom_vecs, self.top_vecs):
-            layer.reshape(bottom, top)
+            _reshape(layer, bottom, top)
 
     def update(self) -> None:
         for blob in self.learnable_params:
@@ -583,6 +595,31 @@ def _check_trained_blob(layer: str, j: int, blob: Blob, proto: caffe_pb2.BlobPro
                 f"Cannot copy param {j} weights from layer '{layer}': its {field} holds {count} "
                 f"values for the shape {_caffe_shape_string(blob.shape)}"
             )
+
+
+def _reshape(layer: Layer, bottom: list[Blob], top: list[Blob]) -> None:
+    """A layer's reshape; a blob's refusal of its new shape (a ValueError) names the layer."""
+    try:
+        layer.reshape(bottom, top)
+    except ValueError as exc:
+        if isinstance(exc, EngineError):
+            raise
+        shapes = ", ".join(shape_string(b.shape) for b in bottom) or "none"
+        raise NetError(
+            f"layer '{layer.name}' ({layer.type}) cannot be reshaped for bottom shapes [{shapes}]: {exc}"
+        ) from exc
+
+
+def _out_of_memory(layer: Layer, what: str, exc: MemoryError) -> LayerOutOfMemoryError:
+    return LayerOutOfMemoryError(f"layer '{layer.name}' ({layer.type}) ran out of memory in {what}: {exc}")
+
+
+def _in_layer(exc: EngineError, prefix: str) -> EngineError:
+    """The same kind of error as ``exc``, its message prefixed (a NetError if the type will not take one)."""
+    try:
+        return type(exc)(prefix + str(exc))
+    except Exception:
+        return NetError(prefix + str(exc))
 
 
 def _caffe_shape_string(shape: tuple[int, ...]) -> str:

@@ -45,9 +45,7 @@ class TanHLayer(NeuronLayer):
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
         if propagate_down[0]:
             y = top[0].data
-            slope = y * y
-            self.xp.subtract(1, slope, out=slope)
-            self.xp.multiply(top[0].diff, slope, out=bottom[0].diff)
+            self.xp.multiply(top[0].diff, 1 - y * y, out=bottom[0].diff)  # an expression: 0-D safe
 
 
 @register_layer("Swish")

@@ -71,7 +71,7 @@ class ArgMaxLayer(Layer):
             out = values if self.out_max_val else indices
             top[0].data[...] = xp.moveaxis(out, -1, self.axis)
             return
-        indices, values = self._top_k(data.reshape(data.shape[0], -1))
+        indices, values = self._top_k(data.reshape(data.shape[0], bottom[0].count(1)))
         rows = top[0].data.reshape(data.shape[0], 2 if self.out_max_val else 1, self.top_k)
         rows[:, 0] = indices
         if self.out_max_val:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engine.blob import Blob, shape_string
-from engine.errors import LayerSetupError
+from engine.errors import BackwardNotImplementedError, LayerSetupError
 from proto import caffe_pb2
 
 
@@ -56,8 +56,10 @@ class Layer:
     def setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         """Check blob counts, set up, shape the tops, and set loss weights (Caffe's SetUp)."""
         self.check_blob_counts(bottom, top)
+        before = [blob.shape for blob in bottom]
         self.layer_setup(bottom, top)
         self.reshape(bottom, top)
+        self.check_in_place(bottom, top, before)
         self.set_loss_weights(top)
         if len(self.param_propagate_down) != len(self.blobs):
             self.param_propagate_down = [True] * len(self.blobs)
@@ -74,7 +76,7 @@ class Layer:
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
         """Default for layers without a gradient: refuse only if one is actually wanted."""
         if any(propagate_down):
-            raise NotImplementedError(f"{self.type} layer '{self.name}' cannot backpropagate")
+            raise BackwardNotImplementedError(f"{self.type} layer '{self.name}' cannot backpropagate")
 
     def allow_force_backward(self, bottom_index: int) -> bool:
         return True
@@ -113,6 +115,15 @@ class Layer:
         check("top", len(top), self.exact_num_top, self.min_top, self.max_top)
         if self.equal_num_bottom_top and len(bottom) != len(top):
             raise self.error(f"needs as many tops as bottoms, got {len(bottom)} and {len(top)}")
+
+    def check_in_place(self, bottom: list[Blob], top: list[Blob], before: list[tuple[int, ...]]) -> None:
+        """An in-place top must keep its bottom's shape: the layer would read what it overwrites."""
+        for i, (b, t) in enumerate(zip(bottom, top)):
+            if b is t and t.shape != before[i]:
+                raise self.error(
+                    f"cannot compute in place: top {i} is bottom {i}, whose shape {shape_string(before[i])} "
+                    f"would become {shape_string(t.shape)}; give the top its own name"
+                )
 
     def new_blob(self, shape: Any) -> Blob:
         return Blob(shape, self.dtype, self.xp)
@@ -153,6 +164,12 @@ class LossLayer(Layer):
         super().setup(bottom, top)
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
+        if any(t is b for t in top for b in bottom):
+            raise self.error("a loss cannot be computed in place: give its top its own name")
+        if bottom[0].num_axes == 0 or bottom[1].num_axes == 0:
+            raise self.error(
+                f"the data and label need at least one axis; got {self.describe_shapes(bottom[:2])}"
+            )
         if bottom[0].shape[0] != bottom[1].shape[0]:
             raise self.error(
                 "the data and label should have the same first dimension; got "

@@ -62,6 +62,8 @@ class BatchNormLayer(Layer):
         return array.reshape(blob.shape[0], self.channels, -1)  # (N, C, spatial)
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        if bottom[0].count() == 0:  # nothing to normalise, and no statistics to gather
+            return
         xp = self.xp
         x = self._view(bottom[0], bottom[0].data)
         mean_sum, var_sum, factor = (b.data for b in self.blobs)
@@ -88,7 +90,7 @@ class BatchNormLayer(Layer):
         top[0].data[...] = centered.reshape(bottom[0].shape)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
-        if not propagate_down[0]:
+        if not propagate_down[0] or bottom[0].count() == 0:
             return
         dy = self._view(top[0], top[0].diff)
         if self.use_global_stats:

@@ -37,7 +37,9 @@ class ContrastiveLossLayer(LossLayer):
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         xp = self.xp
-        self.diff = (bottom[0].data - bottom[1].data.reshape(bottom[0].shape)).reshape(self.num, -1)
+        self.diff = (bottom[0].data - bottom[1].data.reshape(bottom[0].shape)).reshape(
+            self.num, bottom[0].count(1)
+        )
         self.dist_sq = (self.diff * self.diff).sum(axis=1)
         self.similar = xp.trunc(bottom[2].data.reshape(self.num)) != 0  # Caffe: static_cast<int>(y)
         if self.legacy:

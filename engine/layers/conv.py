@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from engine import backend, kernels, parallel
-from engine.blob import Blob, shape_string
+from engine.blob import Blob, as_shape, shape_string
 from engine.fillers import get_filler
 from engine.layers.base import Layer
 from engine.layers.im2col import (
@@ -51,6 +51,7 @@ CHUNK_BYTES = 1 << 20
 # Outputs per image from which per-image columns beat batch-inner ones on the CPU (measured on LeNet:
 # 576 outputs favour per image by 3x, 64 favour batch-inner by 1.4x).
 PER_IMAGE_MIN_OUTPUTS = 256
+MAX_KERNEL_OFFSETS = 2**20
 
 
 def spatial_geometry(layer: Layer, num_spatial: int) -> tuple[tuple[int, ...], ...]:
@@ -84,6 +85,23 @@ def spatial_geometry(layer: Layer, num_spatial: int) -> tuple[tuple[int, ...], .
     if any(d <= 0 for d in dilation):
         raise layer.error(f"dilation dimensions must be nonzero, got dilation {dilation}")
     return kernel, stride, pad, dilation
+
+
+def check_workspace(layer: Layer, kernel: tuple[int, ...], arrays: dict[str, tuple[int, ...]]) -> None:
+    """Refuse, before allocating anything, a geometry whose scratch ``arrays`` would pass the blob size
+    limit, or whose kernel has more offsets than a loop over them can visit in reasonable time (Caffe
+    loops over them in C++; here each is one strided array operation). ``kernel`` is () for no loop."""
+    offsets = math.prod(kernel)
+    if offsets > MAX_KERNEL_OFFSETS:
+        raise layer.error(
+            f"kernel {' x '.join(map(str, kernel))} has {offsets} offsets, more than the "
+            f"{MAX_KERNEL_OFFSETS} this engine handles"
+        )
+    for what, shape in arrays.items():
+        try:
+            as_shape(shape)
+        except ValueError as exc:
+            raise layer.error(f"its {what} would be too large: {exc}") from None
 
 
 def far_padding(
@@ -123,6 +141,7 @@ class BaseConvolutionLayer(Layer):
             raise self.error(str(exc)) from None
         self.num_spatial = bottom[0].num_axes - self.channel_axis - 1
         self.kernel, self.stride, self.pad, self.dilation = spatial_geometry(self, self.num_spatial)
+        check_workspace(self, self.kernel, {})  # before a filler fills a weight of that kernel
         self.channels = bottom[0].shape[self.channel_axis]
         self.num_output, self.group, self.bias_term = p.num_output, p.group, p.bias_term
         if self.num_output <= 0:
@@ -179,6 +198,11 @@ class BaseConvolutionLayer(Layer):
         self.conv_in, self.conv_out = (
             (out_spatial, in_spatial) if self.reverse_dimensions else (in_view, out_spatial)
         )
+        # The padded copy of the conv input outgrows the blob limit only with an absurd pad. (The
+        # columns are not checked: a large batch of a real net may need more, memory permitting.)
+        conv_channels = self.num_output if self.reverse_dimensions else self.channels
+        padded = (conv_channels, *padded_shape(self.conv_in, self.pad), self.num)
+        check_workspace(self, (), {"padded input": padded})
         self.choose_layout(bottom[0])
 
     def output_shape(self, spatial: tuple[int, ...]) -> tuple[int, ...]:
@@ -327,8 +351,9 @@ class BaseConvolutionLayer(Layer):
         self.uncols(parallel.matmul(wt, m, dcol, "batch" if self.per_image else "cols"), out)
 
     def spans(self) -> bool:
-        """Whether the data gradient goes through span columns (batch-inner, stride 1)."""
-        return not self.per_image and all(s == 1 for s in self.stride)
+        """Whether the data gradient goes through span columns (batch-inner, stride 1, some spatial
+        axis: spans run along the last one)."""
+        return not self.per_image and self.num_spatial > 0 and all(s == 1 for s in self.stride)
 
     def spans_scratch(self, channels: int) -> tuple[Any, Any]:
         """The span columns (zero gaps) and the padded image they are added into."""
@@ -428,6 +453,8 @@ class ConvolutionLayer(BaseConvolutionLayer):
         return wide
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        if self.num == 0:  # an empty batch: no columns to make, nothing to write
+            return
         for i, (b, t) in enumerate(zip(bottom, top)):
             name, y = f"col{i}", self.batch(t)
             x = self.conv_input(b)
@@ -443,6 +470,8 @@ class ConvolutionLayer(BaseConvolutionLayer):
                 self.add_bias(y)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        if self.num == 0:  # an empty batch adds nothing to the gradients
+            return
         for i, (t, down, b) in enumerate(zip(top, propagate_down, bottom)):
             if not (self.fold and self.param_propagate_down[0]):  # else the weight GEMM does it
                 self.bias_backward(t)
@@ -493,12 +522,16 @@ class DeconvolutionLayer(BaseConvolutionLayer):
         return out
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        if self.num == 0:  # an empty batch: nothing to write
+            return
         for b, t in zip(bottom, top):
             y = self.batch(t)
             self.convolve_transposed(self.matrix(self.batch(b)), y)
             self.add_bias(y)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
+        if self.num == 0:  # an empty batch adds nothing to the gradients
+            return
         for t, down, b in zip(top, propagate_down, bottom):
             self.bias_backward(t)
             if not (down or self.param_propagate_down[0]):

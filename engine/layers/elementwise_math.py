@@ -37,7 +37,8 @@ class PowerLayer(InputKeepingNeuronLayer):
         self.diff_scale = self.power * self.scale
 
     def _affine(self, x: Any) -> Any:
-        out = x * self.scale if self.scale != 1 else x.copy()
+        """A new array (an array even for a 0-D x, where numpy's product is a scalar)."""
+        out = self.xp.asarray(x * self.scale) if self.scale != 1 else x.copy()
         if self.shift != 0:
             out += self.shift
         return out
@@ -85,7 +86,10 @@ class ExpLayer(NeuronLayer):
         p = self.param.exp_param
         log_base = _log_base(self, p.base)
         self.inner_scale = log_base * p.scale
-        self.outer_scale = 1.0 if p.shift == 0 else math.exp(log_base * p.shift)
+        try:
+            self.outer_scale = 1.0 if p.shift == 0 else math.exp(log_base * p.shift)
+        except OverflowError:  # Caffe's float pow/exp overflows to inf; so does the layer's output
+            self.outer_scale = math.inf
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         x = bottom[0].data
@@ -114,7 +118,8 @@ class LogLayer(InputKeepingNeuronLayer):
         self.scale, self.shift = p.scale, p.shift
 
     def _affine(self, x: Any) -> Any:
-        out = x * self.scale if self.scale != 1 else x.copy()
+        """A new array (an array even for a 0-D x, where numpy's product is a scalar)."""
+        out = self.xp.asarray(x * self.scale) if self.scale != 1 else x.copy()
         if self.shift != 0:
             out += self.shift
         return out

@@ -71,7 +71,8 @@ def batch_first(a: Any, out: Any = None) -> Any:
     """
     xp = backend.get_array_module(a)
     c, n = a.shape[0], a.shape[-1]
-    channel_major = xp.ascontiguousarray(a.reshape(c, -1, n).swapaxes(1, 2)).reshape(c, n, *a.shape[1:-1])
+    pixels = math.prod(a.shape[1:-1])  # not -1: the batch may be empty
+    channel_major = xp.ascontiguousarray(a.reshape(c, pixels, n).swapaxes(1, 2)).reshape(c, n, *a.shape[1:-1])
     if out is None:
         return channel_major.swapaxes(0, 1)
     out[...] = channel_major.swapaxes(0, 1)
@@ -143,7 +144,7 @@ def col2im(
             part[(slice(None), *window)] += col_part[(slice(None), *offset)]
         batch_first(part[inner(pad, spatial)], out[:, start:stop])
 
-    parallel.run(channels, c, xp, parallel.grain(col[0].size))
+    parallel.run(channels, c, xp, parallel.grain(col[0:1].size))
     return out
 
 
@@ -255,5 +256,5 @@ def col2im_images(
         if any(pad):
             out[start:stop] = target[(slice(None), *inner(pad, spatial))]
 
-    parallel.run(images, n, xp, parallel.grain(col[0].size))
+    parallel.run(images, n, xp, parallel.grain(col[0:1].size))
     return out

@@ -13,8 +13,8 @@ import math
 
 from engine.blob import Blob, shape_string
 from engine.layers.base import Layer
-from engine.layers.conv import far_padding, spatial_geometry
-from engine.layers.im2col import batch_first, col2im, conv_output_shape, im2col
+from engine.layers.conv import check_workspace, far_padding, spatial_geometry
+from engine.layers.im2col import batch_first, col2im, conv_output_shape, im2col, padded_shape
 from engine.layers.registry import register_layer
 
 
@@ -43,6 +43,8 @@ class Im2colLayer(Layer):
         self.wide = tuple(i + f for i, f in zip(self.spatial, far))
         self.out = conv_output_shape(self.wide, self.kernel, self.pad, self.stride, self.dilation)
         self.num, self.channels = bottom[0].count(0, axis), shape[axis]
+        padded = (self.channels, *padded_shape(self.wide, self.pad), self.num)
+        check_workspace(self, self.kernel, {"padded input": padded})
         top[0].reshape((*shape[:axis], self.channels * math.prod(self.kernel), *self.out))
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
@@ -52,12 +54,15 @@ class Im2colLayer(Layer):
             wide[(..., *(slice(0, n) for n in self.spatial))] = x
             x = wide
         col = im2col(x, self.kernel, self.pad, self.stride, self.dilation)
-        top[0].data.reshape(self.num, -1, *self.out)[...] = batch_first(col.reshape(-1, *self.out, self.num))
+        rows = self.channels * math.prod(self.kernel)  # not -1: the batch may be empty
+        top[0].data.reshape(self.num, rows, *self.out)[...] = batch_first(
+            col.reshape(rows, *self.out, self.num)
+        )
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
         if not propagate_down[0]:
             return
-        dy = top[0].diff.reshape(self.num, -1, *self.out)
+        dy = top[0].diff.reshape(self.num, self.channels * math.prod(self.kernel), *self.out)
         col = self.xp.moveaxis(dy, 0, -1).reshape(self.channels, *self.kernel, *self.out, self.num)
         dx = col2im(col, self.wide, self.kernel, self.pad, self.stride, self.dilation)
         crop = (..., *(slice(0, n) for n in self.spatial))

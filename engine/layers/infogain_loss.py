@@ -14,6 +14,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from engine import backend
 from engine.blob import Blob, proto_to_array
 from engine.layers.base import LossLayer
@@ -49,15 +51,18 @@ class InfogainLossLayer(LossLayer):
             try:
                 with open(source, "rb") as f:
                     proto = caffe_pb2.BlobProto.FromString(f.read())
-            except (OSError, ValueError) as exc:
+                matrix = proto_to_array(proto, self.dtype)
+            except (OSError, ValueError, DecodeError) as exc:
                 raise self.error(f"cannot read the infogain matrix from '{source}': {exc}") from exc
-            self.infogain = self.xp.asarray(proto_to_array(proto, self.dtype))
+            self.infogain = self.xp.asarray(matrix)
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)
         self.outer, self.channels, self.inner = class_geometry(
             self, bottom, self.param.infogain_loss_param.axis
         )
+        if self.channels == 0:
+            raise self.error(f"the class axis of the scores is empty: {self.describe_shapes(bottom[:1])}")
         h_count = bottom[2].count() if len(bottom) > 2 else self.infogain.size
         if h_count != self.channels**2:
             raise self.error(f"H must be {self.channels}x{self.channels}, got {h_count} values")

@@ -80,6 +80,8 @@ class DummyDataLayer(Layer):
             k = self._filler_index(i)
             if constant[k]:
                 self.fillers[k].fill(blob)
+            else:  # drawn at each forward: refuse a filler that cannot fill this top now, not then
+                self.fillers[k].check(blob.shape)
 
     def _filler_index(self, top_index: int) -> int:
         return top_index if len(self.fillers) > 1 else 0

@@ -46,9 +46,13 @@ class LRNLayer(Layer):
 
     def window_sum(self, a: Any) -> Any:
         """Sum over the zero-padded local window of every element (separable over the window's axes)."""
-        xp, n, half = self.xp, self.local_size, (self.local_size - 1) // 2
+        xp = self.xp
         for axis in self.axes:
             length = a.shape[axis]
+            # A window reaching past both ends sums the same as one just reaching them: the rest is
+            # zero padding. Narrowing it keeps a huge local_size from allocating its whole padding.
+            half = min((self.local_size - 1) // 2, max(length - 1, 0))
+            n = 2 * half + 1
             shape = list(a.shape)
             shape[axis] += n - 1
             padded = xp.zeros(shape, self.dtype)

@@ -38,6 +38,8 @@ class MVNLayer(Layer):
         return blob.num if self.across_channels else blob.num * blob.channels
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        if bottom[0].count() == 0:  # an empty blob: no group to normalise
+            return
         x = bottom[0].data.reshape(self._groups(bottom[0]), -1)
         y = x - x.mean(axis=1, keepdims=True)
         if self.normalize_variance:
@@ -47,7 +49,7 @@ class MVNLayer(Layer):
         top[0].data[...] = y.reshape(bottom[0].shape)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
-        if not propagate_down[0]:
+        if not propagate_down[0] or bottom[0].count() == 0:
             return
         groups = self._groups(bottom[0])
         dy = top[0].diff.reshape(groups, -1)

@@ -28,6 +28,7 @@ import numpy as np
 from engine import backend, kernels, parallel, rng
 from engine.blob import Blob, shape_string
 from engine.layers.base import Layer
+from engine.layers.conv import check_workspace
 from engine.layers.im2col import kernel_offsets, window_slices
 from engine.layers.registry import register_layer
 from proto import caffe_pb2
@@ -108,6 +109,10 @@ class PoolingLayer(Layer):
         self.pooled = tuple(pooled)
         # Padded frame covering every window: pad before, and after as far as the last window reaches.
         self.frame = tuple((n - 1) * s + k for n, s, k in zip(self.pooled, self.stride, self.kernel))
+        # Windows that do not tile the frame are gathered one kernel offset at a time.
+        check_workspace(
+            self, () if self.tiled() else self.kernel, {"padded input": (*bottom[0].shape[:2], *self.frame)}
+        )
         for blob in top:
             blob.reshape((*bottom[0].shape[:2], *self.pooled))
         if self.method == P.AVE:
@@ -263,7 +268,7 @@ class PoolingLayer(Layer):
             self.tournament(rows, down, best.reshape(-1, pw), part)
             xp.greater(best, LOWEST, out=self.live[part])  # a window of -inf / NaN gives -FLT_MAX ...
 
-        parallel.run(images, n, xp, parallel.grain(x[0].size))
+        parallel.run(images, n, xp, parallel.grain(x[0:1].size))  # [0:1]: an empty batch has no [0]
 
     def staged_max_backward(self, dy: Any, bottom: Blob) -> None:
         """dy goes back down the tournaments: to the chosen row, then to the chosen column."""
@@ -286,7 +291,7 @@ class PoolingLayer(Layer):
                 diff[...] = 0
                 diff[self.frame_in_image()] = frame_diff[part][self.image_in_frame()]
 
-        parallel.run(images, n, xp, parallel.grain(frame_diff[0].size))
+        parallel.run(images, n, xp, parallel.grain(frame_diff[0:1].size))
 
     def stage(self, name: str, count: int, shape: tuple[int, ...]) -> str:
         """Make a tournament stage's arrays (first axis: the batch) for ``count`` candidates: the choice

@@ -53,7 +53,7 @@ class PReLULayer(InputKeepingNeuronLayer):
     def _slopes(self, bottom: list[Blob]) -> tuple[tuple[int, int, int], Any]:
         """The (N, C, rest) view of the input and the slopes broadcast against it."""
         n, c = bottom[0].shape[:2]
-        return (n, c, -1), self.blobs[0].data.reshape(1, -1, 1)
+        return (n, c, bottom[0].count(2)), self.blobs[0].data.reshape(1, -1, 1)
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.keep_input(bottom, top)

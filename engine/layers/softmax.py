@@ -25,6 +25,8 @@ class SoftmaxLayer(Layer):
         top[0].reshape(bottom[0].shape)
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
+        if bottom[0].count() == 0:  # an empty axis has no maximum to subtract
+            return
         xp = self.xp
         x, y = bottom[0].data, top[0].data
         xp.subtract(x, x.max(axis=self.axis, keepdims=True), out=y)
@@ -32,7 +34,7 @@ class SoftmaxLayer(Layer):
         y /= y.sum(axis=self.axis, keepdims=True)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
-        if not propagate_down[0]:
+        if not propagate_down[0] or bottom[0].count() == 0:
             return
         xp = self.xp
         y, dy = top[0].data, top[0].diff

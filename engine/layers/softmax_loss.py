@@ -144,6 +144,8 @@ class SoftmaxWithLossLayer(LossLayer):
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)
         self.outer, self.channels, self.inner = class_geometry(self, bottom, self.param.softmax_param.axis)
+        if self.channels == 0:
+            raise self.error(f"the class axis of the scores is empty: {self.describe_shapes(bottom[:1])}")
         if len(top) > 1:
             top[1].reshape(bottom[0].shape)
 

@@ -27,6 +27,8 @@ class SPPLayer(Layer):
         self.height = self.param.spp_param.pyramid_height
         if self.height < 1:
             raise self.error("pyramid_height must be at least 1")
+        if self.height > 31:  # the finest level's 2^(height-1) bins per side must be an int
+            raise self.error(f"pyramid_height {self.height} is too large: at most 31")
         self.built_for: tuple[int, ...] = ()
 
     def level_param(self, level: int, height: int, width: int) -> caffe_pb2.LayerParameter:
