@@ -17,7 +17,7 @@ from google.protobuf.message import Message
 
 from engine.solvers import solver_types
 from engine.solvers.lr_policy import POLICIES
-from proto import caffe_pb2
+from proto import caffe10, caffe_pb2
 
 Layer = caffe_pb2.LayerParameter
 Rule = Callable[[Layer], Iterator[str]]
@@ -210,3 +210,15 @@ def solver_problems(solver: caffe_pb2.SolverParameter) -> list[str]:
 
 def solver_edit_problem(old: caffe_pb2.SolverParameter, new: caffe_pb2.SolverParameter) -> str | None:
     return edit_problem(old, new, solver_problems)  # type: ignore[arg-type]
+
+
+def solver_caffe10_notice(solver: caffe_pb2.SolverParameter) -> str | None:
+    """One line for the solver panel's notice area, or None when Caffe 1.0 reads the solver.
+
+    A warning, never a refusal: it stays out of ``solver_problems`` (which refuses edits), since a
+    master-only field such as ``weights`` is a fine thing to set here.
+    """
+    notes = caffe10.newer_than_1_0(solver)
+    if not notes:
+        return None
+    return f"{caffe10.TOOLTIP}: " + "; ".join(n.removeprefix("solver: ") for n in notes)

@@ -37,6 +37,10 @@ _STEMS = {
     "HDF5Data": "data",
     "DummyData": "data",
     "MemoryData": "data",
+    "WindowData": "data",
+    "LSTM": "lstm",
+    "RNN": "rnn",
+    "HDF5Output": "output",
 }
 
 # Layers whose tops are the data and the labels rather than one blob named after the layer.
@@ -120,6 +124,14 @@ def _memory_data(layer: LayerParameter) -> None:
     p.batch_size, p.channels, p.height, p.width = 64, 1, 28, 28
 
 
+def _window_data(layer: LayerParameter) -> None:
+    """R-CNN's fine-tuning settings (Caffe's finetune_pascal_detection example); no window file yet."""
+    p = layer.window_data_param
+    p.batch_size, p.context_pad = 128, 16
+    p.fg_threshold, p.bg_threshold, p.fg_fraction = 0.5, 0.5, 0.25
+    layer.transform_param.crop_size, layer.transform_param.mirror = 227, True
+
+
 def _clip(layer: LayerParameter) -> None:
     layer.clip_param.min, layer.clip_param.max = 0.0, 6.0  # both required: ReLU6
 
@@ -142,6 +154,7 @@ _FILL: dict[str, Callable[[LayerParameter], None]] = {
     "HDF5Data": lambda layer: setattr(layer.hdf5_data_param, "batch_size", 64),
     "DummyData": _dummy_data,
     "MemoryData": _memory_data,
+    "WindowData": _window_data,
     "Im2col": lambda layer: layer.convolution_param.kernel_size.append(3),
     "SPP": lambda layer: setattr(layer.spp_param, "pyramid_height", 2),
     "Clip": _clip,

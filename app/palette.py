@@ -39,7 +39,7 @@ IN_PLACE = {
     "Exp",
     "Log",
 }
-_SOURCES = {"Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData", "Parameter"}
+_SOURCES = {"Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData", "WindowData", "Parameter"}
 
 
 def swatch(colour: str, size: int = 12) -> QIcon:

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
+from app.checks import solver_caffe10_notice
 from app.commands import Command, CommandError
 from app.document import SOLVER_KINDS, Change, Document
 from app.edits import solver_edit
@@ -92,6 +93,11 @@ class SolverPanel(QWidget):
         )
         self.plot = LrPlot(self)
         self.message = RefusalLabel(self)
+        # Stays while the solver uses what Caffe 1.0 lacks: a warning, the edit itself was applied.
+        self.notice = QLabel(self)
+        self.notice.setObjectName("inspectorMessage")
+        self.notice.setWordWrap(True)
+        self.notice.hide()
 
         page = QWidget()
         page.setObjectName("solverPage")
@@ -129,6 +135,7 @@ class SolverPanel(QWidget):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
         outer.addWidget(self.message)
+        outer.addWidget(self.notice)
         outer.addWidget(splitter, 1)
         doc.changed.connect(self._on_document_changed)
         self.refresh()
@@ -137,6 +144,9 @@ class SolverPanel(QWidget):
         for form in self.forms:
             form.set_message(self.doc.solver)
         self.plot.show_solver(self.doc.solver)
+        notice = solver_caffe10_notice(self.doc.solver)
+        self.notice.setText(f"⚠  {notice}" if notice else "")
+        self.notice.setVisible(notice is not None)
 
     def editor(self, path: str) -> QWidget:
         """The widget editing ``path`` (``lr_policy``, ``stepvalue.0``)."""

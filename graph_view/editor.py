@@ -9,13 +9,14 @@ Document changes are coalesced: a Compound of twenty commands redraws once.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtCore import QEvent, QFileSystemWatcher, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from graph_view import canvas_colours, sidecar, summary
+from graph_view import canvas_colours, pymodules, sidecar, summary
 from graph_view.controller import GraphController
 from graph_view.minimap import Minimap
 from graph_view.problems import ProblemList
@@ -55,6 +56,10 @@ class GraphEditor(QWidget):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self.sync)
+        # Python layers' modules beside the net: the user edits them in another program.
+        self._module_watch = QFileSystemWatcher(self)
+        self._module_watch.fileChanged.connect(lambda _path: self.schedule())
+        self._module_watch.directoryChanged.connect(lambda _path: self.schedule())
         self._message_timer = QTimer(self)
         self._message_timer.setSingleShot(True)
         self._message_timer.timeout.connect(lambda: self.show_message(""))
@@ -155,10 +160,10 @@ class GraphEditor(QWidget):
             if self.scene.manual:
                 self.save_sidecar()  # the net was saved: its layout goes with it
         elif kind == "path_changed":
-            if self._load_pending:
-                self.schedule()
-            elif self.scene.manual:
+            if not self._load_pending and self.scene.manual:
                 self.save_sidecar()  # Save As: the positions follow the net to its new name
+            if self._load_pending or pymodules.module_names(self.document.net):
+                self.schedule()  # Python layers' modules are looked for in the new folder
 
     def schedule(self) -> None:
         self._pending = True
@@ -172,7 +177,12 @@ class GraphEditor(QWidget):
             self._load_sidecar()
         if self._pending:
             self._pending = False
-            self.scene.show_net(self.document.net)
+            doc = self.document
+            self.scene.module_dirs = pymodules.folders(
+                getattr(doc, "net_path", None), getattr(doc, "solver_path", None)
+            )
+            self.scene.show_net(doc.net)
+            self._watch_modules()
         if self._fit_pending and self.view.isVisible() and self.view.viewport().width() > 50:
             self._fit_pending = False
             self.view.fit_readable()
@@ -202,6 +212,19 @@ class GraphEditor(QWidget):
         super().resizeEvent(event)
         if self._fit_pending:
             QTimer.singleShot(0, self.sync)
+
+    def _watch_modules(self) -> None:
+        """Watch the folders and files of the net's Python layers: a module written or edited there
+        is imported afresh and the canvas redrawn (the shapes come from its reshape)."""
+        names = pymodules.module_names(self.document.net)
+        where = self.scene.module_dirs if names else []
+        files = [pymodules.module_file(name, where) for name in names]
+        wanted = {p for p in (*where, *files) if p and os.path.exists(p)}
+        watched = set(self._module_watch.files()) | set(self._module_watch.directories())
+        if watched - wanted:
+            self._module_watch.removePaths(sorted(watched - wanted))
+        if wanted - watched:
+            self._module_watch.addPaths(sorted(wanted - watched))
 
     # ---- view state -----------------------------------------------------------------------------
     def set_phase(self, phase: int) -> None:

@@ -48,6 +48,11 @@ def forward_flops(
     elif kind == "InnerProduct" and params and bottoms and bottoms[0]:
         rows = _count(bottoms[0]) // max(_count(params[0]) // layer.inner_product_param.num_output, 1)
         total = 2.0 * rows * _count(params[0]) + (out if len(params) > 1 else 0)
+    elif kind in ("LSTM", "RNN") and params and tops and tops[0]:
+        # Every timestep: the matrix products with each stream's input and state, and the gates.
+        steps_streams = _count(tops[0][:2])
+        matrices = sum(_count(p) for p in params if len(p) == 2)
+        total = 2.0 * steps_streams * matrices + out * (8 if kind == "LSTM" else 4)
     elif kind == "Pooling" and bottoms and bottoms[0] and tops and tops[0]:
         p = layer.pooling_param
         if p.global_pooling:

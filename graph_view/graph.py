@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.errors import EngineError
@@ -140,7 +141,13 @@ def _learned(layer: LayerParameter, shapes: LayerShapes) -> int:
     return 0 if layer.type in _NOT_LEARNED else shapes.param_count
 
 
-def build(net: caffe_pb2.NetParameter, phase: int = caffe_pb2.TRAIN, splits: bool = False) -> Graph:
+def build(
+    net: caffe_pb2.NetParameter,
+    phase: int = caffe_pb2.TRAIN,
+    splits: bool = False,
+    module_dirs: Sequence[str] = (),
+) -> Graph:
+    """``module_dirs``: where Python layers' modules are looked for first (the net's folder)."""
     graph = Graph(phase, splits)
     kept, rule_errors = _visible(net, phase)
     layers: list[tuple[int | None, LayerParameter]] = list(kept)
@@ -149,7 +156,7 @@ def build(net: caffe_pb2.NetParameter, phase: int = caffe_pb2.TRAIN, splits: boo
             layers = _with_splits(kept)
         except EngineError as exc:
             graph.split_error = str(exc)
-    results = infer([layer for _, layer in layers], phase)
+    results = infer([layer for _, layer in layers], phase, module_dirs)
     known = set(layer_types())
     names = Counter[str]()
     producer: dict[str, tuple[str, int]] = {}  # blob -> (node key, top slot) as of now

@@ -10,13 +10,25 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QWidget
 
 from graph_view import canvas_colours, style
+from graph_view.graph import Graph
 from graph_view.validation import ERROR, Problem
+from proto import caffe10
 
 # (background, border, error text, warning text) on a light and on a dark canvas
 _LIGHT = ("#fffaf0", "#e5d3b3", style.ERROR, "#8a5a00")
 _DARK = ("#2b2620", "#4a3f2e", "#ff8a80", "#f0c36a")
 
 KEY_ROLE = Qt.ItemDataRole.UserRole
+NEWER = caffe10.PROBLEM_KIND  # a warning kind of its own: what Caffe 1.0 would refuse
+
+
+def caffe10_problems(graph: Graph) -> list[Problem]:
+    """One ``NEWER`` warning per thing a layer uses that Caffe 1.0 lacks (the net still trains here)."""
+    return [
+        Problem(NEWER, key, graph.index_of(key), note)
+        for key, layer in graph.layers.items()
+        for note in caffe10.layer_notes(layer)
+    ]
 
 
 class ProblemList(QListWidget):
@@ -54,11 +66,11 @@ class ProblemList(QListWidget):
     def show_problems(self, problems: list[Problem]) -> None:
         self.problems = list(problems)
         self.clear()
-        for p in sorted(problems, key=lambda p: p.severity != ERROR):
+        for p in sorted(problems, key=lambda p: (p.severity != ERROR, p.severity == NEWER)):
             mark = "✖" if p.severity == ERROR else "⚠"  # (⛔ is missing from common fonts)
             item = QListWidgetItem(f"{mark}  {p.name}: {p.message}")
             item.setData(KEY_ROLE, p.key)
-            item.setToolTip(p.message)
+            item.setToolTip(caffe10.TOOLTIP if p.severity == NEWER else p.message)
             item.setForeground(QColor(self._colours[2] if p.severity == ERROR else self._colours[3]))
             self.addItem(item)
         rows = min(len(problems), 5)

@@ -21,6 +21,7 @@ from graph_view.graph import Graph, build
 from graph_view.items import NodeItem, measure
 from graph_view.layout import Layout, LayoutEdge, layered
 from graph_view.ports import TOP, PortItem, accepts
+from graph_view.problems import caffe10_problems
 from graph_view.validation import Problem, validate
 from graph_view.wires import BlobLabel, WireItem
 from proto import caffe_pb2
@@ -40,6 +41,7 @@ class GraphScene(QGraphicsScene):
         self.editing = True  # False: a picture only (the draw command, or no way to push commands)
         self.cache_items = True  # False when rendering to a file: an SVG wants text, not cached bitmaps
         self.expanded: set[str] = set()
+        self.module_dirs: list[str] = []  # where Python layers' modules are imported from first
         self.manual: dict[str, tuple[float, float]] = {}  # key -> centre, canonical (top-to-bottom) y
         self.graph: Graph = build(self.net)
         self.problems: list[Problem] = []
@@ -65,8 +67,8 @@ class GraphScene(QGraphicsScene):
 
     def rebuild(self) -> None:
         selected = {getattr(item, "key", None) for item in self.selectedItems()}
-        self.graph = build(self.net, self.phase, self.splits)
-        self.problems = validate(self.graph)
+        self.graph = build(self.net, self.phase, self.splits, self.module_dirs)
+        self.problems = validate(self.graph) + caffe10_problems(self.graph)
         by_key: dict[str, list[Problem]] = defaultdict(list)
         for problem in self.problems:
             by_key[problem.key].append(problem)

@@ -14,6 +14,7 @@ their shapes where their inputs are known, so one mistake does not blank the who
 
 from __future__ import annotations
 
+import contextlib
 import math
 import types
 from collections import OrderedDict
@@ -26,6 +27,7 @@ from numpy.lib.stride_tricks import as_strided
 from engine.blob import Blob
 from engine.layers import Layer, create_layer
 from engine.layers.conv import spatial_geometry
+from graph_view import pymodules
 from proto import caffe_pb2
 
 Shape = tuple[int, ...]
@@ -164,8 +166,36 @@ def _one(param: LayerParameter, bottoms: list[Blob], data_types: frozenset[str])
 DATA_TYPES = frozenset({"Data", "ImageData", "HDF5Data", "MemoryData", "WindowData"})
 
 
-def infer(layers: Sequence[LayerParameter], phase: int) -> list[LayerShapes]:
-    """Shapes for each layer of an already phase-filtered net, in order."""
+def _key(source: LayerParameter, phase: int, bottom_shapes: tuple, module_dirs: Sequence[str]) -> tuple:
+    """The cache key of a layer's set-up; () where it must run every time."""
+    if source.type == "Python":  # its code may be slow: set up again only when it, or its file, changes
+        module = source.python_param.module
+        stamp = pymodules.stamp(module, module_dirs) if module else None
+        return (source.SerializeToString(deterministic=True), phase, bottom_shapes, tuple(module_dirs), stamp)
+    # Sources (files) can change under us: a layer without bottoms is always set up again.
+    return (source.SerializeToString(deterministic=True), phase, bottom_shapes) if source.bottom else ()
+
+
+def _explain_python(source: LayerParameter, result: LayerShapes, module_dirs: Sequence[str]) -> LayerShapes:
+    module = source.python_param.module
+    if result.error and module and "No module named" in result.error and "cannot import" in result.error:
+        hint = pymodules.missing_hint(module, module_dirs)
+        return LayerShapes(result.tops, result.params, f"{result.error}: {hint}", result.data_error)
+    return result
+
+
+def infer(layers: Sequence[LayerParameter], phase: int, module_dirs: Sequence[str] = ()) -> list[LayerShapes]:
+    """Shapes for each layer of an already phase-filtered net, in order.
+
+    ``module_dirs``: the folders Python layers' modules are imported from first (the net's own).
+    """
+    modules = [l.python_param.module for l in layers if l.type == "Python" and l.python_param.module]
+    context = pymodules.importing_from(module_dirs, modules) if modules else contextlib.nullcontext()
+    with context:
+        return _infer(layers, phase, module_dirs)
+
+
+def _infer(layers: Sequence[LayerParameter], phase: int, module_dirs: Sequence[str]) -> list[LayerShapes]:
     shapes: dict[str, Shape] = {}  # blob -> its shape as of now
     results: list[LayerShapes] = []
     for source in layers:
@@ -175,8 +205,7 @@ def infer(layers: Sequence[LayerParameter], phase: int) -> list[LayerShapes]:
                 shapes.pop(name, None)
             continue
         bottom_shapes = tuple(shapes[name] for name in source.bottom)
-        # Sources (files) can change under us: a layer without bottoms is always set up again.
-        key = (source.SerializeToString(deterministic=True), phase, bottom_shapes) if source.bottom else ()
+        key = _key(source, phase, bottom_shapes, module_dirs)
         result = _CACHE.get(key) if key else None
         if result is None:
             param = LayerParameter()
@@ -184,6 +213,8 @@ def infer(layers: Sequence[LayerParameter], phase: int) -> list[LayerShapes]:
             if not param.HasField("phase"):
                 param.phase = phase
             result = _one(param, [_blob(s) for s in bottom_shapes], DATA_TYPES)
+            if source.type == "Python":
+                result = _explain_python(source, result, module_dirs)
             if key:
                 _CACHE[key] = result
                 if len(_CACHE) > _CACHE_SIZE:

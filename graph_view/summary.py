@@ -70,7 +70,12 @@ def _pool(layer: LayerParameter) -> str:
 
 
 def _data(layer: LayerParameter) -> str:
-    field = {"Data": "data_param", "ImageData": "image_data_param", "HDF5Data": "hdf5_data_param"}
+    field = {
+        "Data": "data_param",
+        "ImageData": "image_data_param",
+        "HDF5Data": "hdf5_data_param",
+        "WindowData": "window_data_param",
+    }
     p = getattr(layer, field.get(layer.type, "data_param"))
     source = os.path.basename(p.source.rstrip("/")) if p.source else "no source"
     text = f"{source} · batch {p.batch_size}"
@@ -126,6 +131,18 @@ def _loss(layer: LayerParameter) -> str:
     return " · ".join(parts)
 
 
+def _recurrent(layer: LayerParameter) -> str:
+    p = layer.recurrent_param
+    return str(p.num_output) + (" · exposed states" if p.expose_hidden else "")
+
+
+def _python(layer: LayerParameter) -> str:
+    p = layer.python_param
+    where = ".".join(part for part in (p.module, p.layer) if part) or "no module"
+    text = p.param_str if len(p.param_str) <= 24 else p.param_str[:23] + "…"
+    return where + (f" · {text}" if text else "")
+
+
 def _batch_norm(layer: LayerParameter) -> str:
     p = layer.batch_norm_param
     return "global stats" if p.HasField("use_global_stats") and p.use_global_stats else ""
@@ -140,6 +157,11 @@ _SUMMARY: dict[str, Callable[[LayerParameter], str]] = {
     "Data": _data,
     "ImageData": _data,
     "HDF5Data": _data,
+    "WindowData": _data,
+    "HDF5Output": lambda l: os.path.basename(l.hdf5_output_param.file_name) or "no file",
+    "LSTM": _recurrent,
+    "RNN": _recurrent,
+    "Python": _python,
     "Input": _input,
     "DummyData": _dummy,
     "MemoryData": lambda l: f"batch {l.memory_data_param.batch_size}",

@@ -14,6 +14,7 @@ import networkx as nx
 
 from engine.errors import UnknownTypeError
 from engine.layers import layer_class
+from engine.layers._recurrent import RecurrentLayer
 from graph_view.graph import Graph
 
 ERROR, WARNING = "error", "warning"
@@ -50,6 +51,8 @@ def _bottoms_needed(layer_type: str) -> int:
         cls = layer_class(layer_type)
     except UnknownTypeError:
         return 0
+    if issubclass(cls, RecurrentLayer):  # x and cont at least (its own check counts the rest)
+        return 2
     return max(cls.exact_num_bottom, cls.min_bottom, 0)
 
 

@@ -16,6 +16,7 @@ preview neither disturbs nor depends on a training run's or the GUI's draws.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,7 @@ from engine import rng
 from engine.errors import EngineError
 from engine.net import Net
 from engine.netstate import layer_included, make_state
+from graph_view import pymodules
 from proto import caffe_pb2
 
 
@@ -67,8 +69,16 @@ def build(param: caffe_pb2.NetParameter, phase: int, seed: int) -> Net:
         return Net(param, phase=phase, xp=np)
 
 
-def initialise(param: caffe_pb2.NetParameter, phase: int, seed: int, upto: int | None = None) -> Initial:
+def initialise(
+    param: caffe_pb2.NetParameter,
+    phase: int,
+    seed: int,
+    upto: int | None = None,
+    module_dirs: Sequence[str] = (),
+) -> Initial:
     """The parameters as ``fill`` draws them; with ``upto``, only of document layers 0..upto.
+
+    ``module_dirs``: where Python layers' modules are imported from first (the net's folder).
 
     Layers draw in order, so leaving out the ones after ``upto`` changes none of the values drawn
     before: selecting conv1 of a net with a 100M-value fc6 does not wait for fc6.
@@ -80,7 +90,8 @@ def initialise(param: caffe_pb2.NetParameter, phase: int, seed: int, upto: int |
         param = head
     result = Initial(phase, seed, upto=len(param.layer) - 1)
     try:
-        net = build(param, phase, seed)
+        with pymodules.importing_from(module_dirs, pymodules.module_names(param)):
+            net = build(param, phase, seed)
     except Exception as e:  # any layer's refusal: the panel shows it and keeps the last shapes
         result.error = str(e) or type(e).__name__
         return result

@@ -12,14 +12,16 @@ without a loss is given a random N(0, 1) gradient at its outputs.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from app.fillers.draws import close
-from app.fillers.slots import WEIGHT_LAYERS
+from app.fillers.slots import RECURRENT, WEIGHT_LAYERS
 from engine.net import Net
 from engine.rng import seeded
+from graph_view import pymodules
 from proto import caffe_pb2
 
 FillerParameter = caffe_pb2.FillerParameter
@@ -49,21 +51,29 @@ class Probe:
 
 
 def with_weights(param: caffe_pb2.NetParameter, filler: FillerParameter | None) -> caffe_pb2.NetParameter:
+    """The net to probe: ``filler`` in every weight_filler; HDF5Output silenced (a probe writes no file)."""
     net = caffe_pb2.NetParameter()
     net.CopyFrom(param)
-    if filler is not None:
-        for layer in net.layer:
-            if layer.type in WEIGHT_LAYERS:
-                getattr(layer, WEIGHT_LAYERS[layer.type]).weight_filler.CopyFrom(filler)
+    for layer in net.layer:
+        if filler is not None and layer.type in WEIGHT_LAYERS:
+            getattr(layer, WEIGHT_LAYERS[layer.type]).weight_filler.CopyFrom(filler)
+        elif filler is not None and layer.type in RECURRENT:
+            layer.recurrent_param.weight_filler.CopyFrom(filler)
+        elif layer.type == "HDF5Output":  # same bottoms, nothing written
+            layer.type = "Silence"
+            layer.ClearField("hdf5_output_param")
     net.force_backward = True  # a gradient for every layer, even where nothing below learns
     return net
 
 
-def probe(param: caffe_pb2.NetParameter, phase: int, seed: int, label: str = "") -> Probe:
+def probe(
+    param: caffe_pb2.NetParameter, phase: int, seed: int, label: str = "", module_dirs: Sequence[str] = ()
+) -> Probe:
+    """``module_dirs``: where the Python layers' modules are imported from first (the net's folder)."""
     result = Probe(label or "the net's own fillers")
     filler = CHOICES.get(result.label)
     try:
-        with seeded(seed):  # data layers and Dropout draw from the engine's generator too
+        with seeded(seed), pymodules.importing_from(module_dirs, pymodules.module_names(param)):
             net = Net(with_weights(param, filler), phase=phase, xp=np)
             try:
                 _run(net, seed, result)
@@ -111,12 +121,19 @@ def _feed(net: Net, gen: np.random.Generator) -> str:
         if layer.type.endswith("Loss") or layer.type == "Accuracy"
         for blob_id in net.bottom_id_vecs[i][1:]
     }
+    # A recurrent layer's second bottom marks where sequences go on: one sequence per stream, as
+    # Caffe's examples feed it (0 at the first timestep, 1 after).
+    conts = {net.bottom_id_vecs[i][1] for i, layer in enumerate(net.layers) if layer.type in RECURRENT}
+    labels, conts = _before_splits(net, labels), _before_splits(net, conts)
     fed = []
     for i, layer in enumerate(net.layers):
         if layer.type != "Input":
             continue
         for blob, blob_id in zip(net.top_vecs[i], net.top_id_vecs[i]):
-            if blob_id in labels:
+            if blob_id in conts:
+                blob.data[...] = 1
+                blob.data[:1] = 0
+            elif blob_id in labels:
                 blob.data[...] = 0
             else:
                 blob.data[...] = gen.standard_normal(blob.shape)
@@ -132,6 +149,15 @@ def _feed(net: Net, gen: np.random.Generator) -> str:
     if sources:
         parts.append("a batch from " + ", ".join(sources))
     return "; ".join(parts) or "no input layer"
+
+
+def _before_splits(net: Net, ids: set[int]) -> set[int]:
+    """``ids`` and the blobs Caffe's Split layers copied them from (a blob read twice is split)."""
+    found = set(ids)
+    for i in range(len(net.layers) - 1, -1, -1):
+        if net.layers[i].type == "Split" and found.intersection(net.top_id_vecs[i]):
+            found.update(net.bottom_id_vecs[i])
+    return found
 
 
 def verdict(result: Probe) -> str:

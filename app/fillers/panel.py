@@ -35,6 +35,7 @@ from app.fillers.row import FillerRow
 from app.fillers.slots import Slot, describe, effective, is_set, set_filler, slots
 from app.fillers.summary import Preview, summarise
 from app.selection import Selection
+from graph_view import pymodules
 from proto import caffe_pb2
 
 
@@ -204,7 +205,8 @@ class FillerPanel(QWidget):
         net = caffe_pb2.NetParameter()
         net.CopyFrom(self.doc.net)
         phase, seed = self.phase, self.seed
-        self.build_jobs.submit(lambda: initialise(net, phase, seed, index))
+        where = pymodules.folders(self.doc.net_path, self.doc.solver_path)
+        self.build_jobs.submit(lambda: initialise(net, phase, seed, index, where))
 
     def _built(self, initial: Initial) -> None:
         self.initial = initial
@@ -235,7 +237,7 @@ class FillerPanel(QWidget):
             return
         values, filler = self.initial.blobs[index][self.blob], effective(layer, slot)
         assert filler is not None  # _why_not ruled out blobs that no filler fills
-        kind, role = layer.type, slot.role
+        kind, role = layer.type, slot.family
         self.preview_jobs.submit(lambda: summarise(values, filler, kind, role))
 
     def _why_not(self, initial: Initial, index: int, slot: Slot) -> str:

@@ -39,12 +39,33 @@ WEIGHT_LAYERS = {
 }
 
 
+# Recurrent layers: Caffe's names of their blobs, in order, and whether each is a weight or a bias.
+# "static" blobs exist only with a third bottom (x_static).
+RECURRENT: dict[str, tuple[tuple[str, str], ...]] = {
+    "LSTM": (("W_xc", "weights"), ("b_c", "bias"), ("W_xc_static", "static"), ("W_hc", "weights")),
+    "RNN": (
+        ("W_xh", "weights"),
+        ("b_h", "bias"),
+        ("W_xh_static", "static"),
+        ("W_hh", "weights"),
+        ("W_ho", "weights"),
+        ("b_o", "bias"),
+    ),
+}
+_STATES = {"LSTM": 2, "RNN": 1}  # exposed hidden states (h_0, c_0) that come as extra bottoms
+
+
 @dataclass(frozen=True)
 class Slot:
     role: str
     path: str | None  # the FillerParameter field; None: no filler fills this blob
     default: FillerParameter | None = None  # what the engine uses while ``path`` is unset
     note: str = ""
+    kind: str = ""  # "weights" or "bias" where the role is a name of its own (W_xc); else the role
+
+    @property
+    def family(self) -> str:
+        return self.kind or self.role
 
 
 def _filler(value: float = 0.0) -> FillerParameter:
@@ -61,6 +82,8 @@ def slots(layer: LayerParameter) -> list[Slot]:
         if getattr(layer, field).bias_term:
             found.append(Slot("bias", f"{field}.bias_filler", _filler()))
         return found
+    if kind in RECURRENT:
+        return _recurrent(layer)
     if kind == "PReLU":
         return [Slot("slopes", "prelu_param.filler", _filler(0.25))]
     if kind == "Scale":
@@ -82,6 +105,20 @@ def slots(layer: LayerParameter) -> list[Slot]:
     if kind == "Parameter":
         return [Slot("value", None, note="starts at 0 (Parameter has no filler)")]
     return []
+
+
+def _recurrent(layer: LayerParameter) -> list[Slot]:
+    """LSTM / RNN: every weight matrix draws from weight_filler, every bias from bias_filler."""
+    exposed = _STATES[layer.type] if layer.recurrent_param.expose_hidden else 0
+    static = len(layer.bottom) > 2 + exposed
+    found = []
+    for name, kind in RECURRENT[layer.type]:
+        if kind == "static" and not static:
+            continue
+        kind = "bias" if kind == "bias" else "weights"
+        path = f"recurrent_param.{'bias' if kind == 'bias' else 'weight'}_filler"
+        found.append(Slot(name, path, _filler(), kind=kind))
+    return found
 
 
 def is_set(layer: LayerParameter, slot: Slot) -> bool:

@@ -20,6 +20,7 @@ from app.document import NET_KINDS, Change, Document
 from app.fillers.jobs import Jobs
 from app.fillers.netstart import CHOICES, Probe, probe, verdict
 from app.plot_palette import follow_palette
+from graph_view import pymodules
 from proto import caffe_pb2
 
 COLOURS = ("#3b6fb6", "#e07b00")
@@ -228,7 +229,8 @@ class NetStartPanel(QWidget):
         net.CopyFrom(self.doc.net)
         phase, seed = self.phase, self.seed
         labels = [combo.currentText() for combo in self.choices]
-        self.jobs.submit(lambda: tuple(probe(net, phase, seed, label) for label in labels))
+        where = pymodules.folders(self.doc.net_path, self.doc.solver_path)
+        self.jobs.submit(lambda: tuple(probe(net, phase, seed, label, where) for label in labels))
 
     # ---- drawing ------------------------------------------------------------------------------
     def _show(self, results: tuple[Probe, Probe]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from app.fillers.slots import WEIGHT_LAYERS
+from app.fillers.slots import RECURRENT, WEIGHT_LAYERS
 from engine.fillers import fans
 from proto import caffe_pb2
 
@@ -19,8 +19,10 @@ FAR = 3.0  # how many times too small or too large a spread is before we say so
 def traps(layer_type: str, role: str, filler: caffe_pb2.FillerParameter, shape: tuple[int, ...]) -> list[str]:
     kind = filler.type
     weights = role == "weights" and layer_type in WEIGHT_LAYERS
+    # A recurrent layer's matrices break symmetry the same way; its gates are not ReLUs, so no spread rule.
+    equal_matters = weights or (role == "weights" and layer_type in RECURRENT)
     found = []
-    if weights and (kind == "constant" or (kind == "uniform" and filler.min == filler.max)):
+    if equal_matters and (kind == "constant" or (kind == "uniform" and filler.min == filler.max)):
         value = filler.value if kind == "constant" else filler.min
         start = "All weights start at 0" if value == 0 else f"All weights start equal ({value:g})"
         found.append(

@@ -98,9 +98,13 @@ class ListEditor(QWidget):
         self.committed.emit([v for i, v in enumerate(self._values) if i != index])
 
     def _fresh(self) -> Any:
-        if values.kind(self.field) == "enum":
+        kind = values.kind(self.field)
+        if kind == "enum":
             return self.field.enum_type.values[0].number
-        return self.field.default_value if self.field.default_value not in (None, []) else ""
+        if self.field.default_value not in (None, []):
+            return self.field.default_value
+        # A repeated field has no default of its own: a value of its kind (a new shape's first dim is 1).
+        return {"int": 1, "float": 0.0, "bool": False, "bytes": b""}.get(kind, "")
 
     def _finish(self, item: _Item) -> None:
         if item.text() == item.shown or item not in self._items:

@@ -17,6 +17,7 @@ from app.training.job import make_job
 from app.training.run import Run
 from app.training.worker import Worker
 from engine import backend
+from engine.solvers.weights_h5 import write_net_hdf5
 from proto import binaryio
 
 Answer = Callable[[Any, str | None], None]
@@ -131,12 +132,16 @@ class TrainingController(QObject):
         return True
 
     def save_weights(self, path: str, done: Callable[[str | None], None]) -> bool:
-        """Write the current run's weights as a .caffemodel; ``done(error)`` follows."""
+        """Write the current run's weights as a .caffemodel (HDF5 when ``path`` ends in .h5, as Caffe
+        names its HDF5 snapshots); ``done(error)`` follows."""
         if self.current is None or self._worker is None:
             return False
 
         def write(solver) -> str:
-            binaryio.write_caffemodel(path, solver.net.to_proto())
+            if path.endswith(".h5"):
+                write_net_hdf5(solver.net, path)
+            else:
+                binaryio.write_caffemodel(path, solver.net.to_proto())
             return path
 
         self._submit(write, lambda result, error: done(error))

@@ -40,6 +40,13 @@ from proto import caffe_pb2
 ERROR_STYLE = "QFrame#trainingError { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; }"
 
 
+def _snapshot_tip(solver: caffe_pb2.SolverParameter) -> str:
+    """What "Snapshot" writes: the files follow the solver's snapshot_format, as Caffe's do."""
+    hdf5 = solver.snapshot_format == caffe_pb2.SolverParameter.HDF5
+    ending = ".h5" if hdf5 else ""
+    return f"Write .caffemodel{ending} and .solverstate{ending} now"
+
+
 def _duration(seconds: float) -> str:
     seconds = int(round(seconds))
     return (
@@ -172,10 +179,7 @@ class TrainingDock(QDockWidget):
             "Stop", self.controller.stop, "Stop the run (it snapshots, as Caffe does)", pix.SP_MediaStop
         )
         self.snapshot_action = action(
-            "Snapshot",
-            self.controller.snapshot,
-            "Write .caffemodel and .solverstate now",
-            pix.SP_DialogSaveButton,
+            "Snapshot", self.controller.snapshot, _snapshot_tip(self.doc.solver), pix.SP_DialogSaveButton
         )
 
     def training_actions(self) -> list[QAction]:
@@ -284,10 +288,13 @@ class TrainingDock(QDockWidget):
         run = self.controller.current
         if run is None:
             return
+        hdf5 = run.job.solver.snapshot_format == caffe_pb2.SolverParameter.HDF5  # as its snapshots
+        ending = ".caffemodel.h5" if hdf5 else ".caffemodel"
         default = os.path.join(
-            run.job.base_dir, f"{run.job.solver.snapshot_prefix}_trained_iter_{run.iter}.caffemodel"
+            run.job.base_dir, f"{run.job.solver.snapshot_prefix}_trained_iter_{run.iter}{ending}"
         )
-        path = self.ask_save_path("Save trained weights", default, "Caffe model (*.caffemodel)")
+        kinds = ["Caffe model (*.caffemodel)", "Caffe model, HDF5 (*.caffemodel.h5)"]
+        path = self.ask_save_path("Save trained weights", default, ";;".join(kinds[::-1] if hdf5 else kinds))
         if not path:
             return
 
@@ -323,6 +330,8 @@ class TrainingDock(QDockWidget):
         return QFileDialog.getSaveFileName(self, title, default, file_filter)[0]
 
     def _on_doc_change(self, change) -> None:
+        if change.kind in ("solver_loaded", "solver_changed"):
+            self.snapshot_action.setToolTip(_snapshot_tip(self.doc.solver))
         # A solver file that says solver_mode: GPU picks the GPU, when there is one.
         if change.kind == "solver_loaded" and not self.controller.busy:
             gpu = self.doc.solver.solver_mode == caffe_pb2.SolverParameter.GPU and not self.gpu_reason

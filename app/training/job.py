@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app import netio
+from graph_view import pymodules
 from proto import caffe_pb2
 
 # When the document has no solver: Caffe's LeNet schedule, short.
@@ -50,6 +51,7 @@ class TrainingJob:
     solver_text: str
     notes: tuple[str, ...] = field(default=())  # what the console should say before the engine does
     canonical: str = ""  # solver and net rendered the same way every time, for diffs between runs
+    module_dirs: tuple[str, ...] = ()  # Python layers' modules are imported from here first
 
     @property
     def summary(self) -> str:
@@ -60,6 +62,9 @@ class TrainingJob:
 
     def nets(self) -> list[caffe_pb2.NetParameter]:
         return [n for n in (self.solver.net_param, self.solver.train_net_param) if n.ByteSize()]
+
+    def python_modules(self) -> list[str]:
+        return [name for net in self.nets() for name in pymodules.module_names(net)]
 
 
 def _copy(message):
@@ -97,12 +102,28 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
         solver.snapshot_prefix = stem
     solver.solver_mode = caffe_pb2.SolverParameter.GPU if device == "gpu" else caffe_pb2.SolverParameter.CPU
     solver_text = DEFAULT_SOLVER if notes else doc.solver_text()
-    return TrainingJob(solver, base_dir, device, doc.net_text(), solver_text, tuple(notes), canonical)
+    module_dirs = tuple(pymodules.folders(doc.net_path, doc.solver_path))
+    modules = pymodules.module_names(net)
+    if modules:
+        where = " and ".join(module_dirs) or "nowhere yet (the net is not saved)"
+        notes.append(
+            f"Python layers ({', '.join(modules)}): modules are imported from {where} first, "
+            "as if the net's folder were on PYTHONPATH"
+        )
+    return TrainingJob(
+        solver, base_dir, device, doc.net_text(), solver_text, tuple(notes), canonical, module_dirs
+    )
 
 
 def absolutize_data_paths(net: caffe_pb2.NetParameter, base_dir: str) -> None:
-    """Make relative data files that exist under ``base_dir`` absolute (the rest stay for the data root)."""
+    """Make relative data files that exist under ``base_dir`` absolute (the rest stay for the data root).
+
+    An HDF5Output's file is written beside the net, as ``caffe train`` run from there writes it.
+    """
     for layer in net.layer:
+        output = layer.hdf5_output_param
+        if layer.type == "HDF5Output" and output.file_name and not os.path.isabs(output.file_name):
+            output.file_name = os.path.join(base_dir, output.file_name)
         for param_name, field_name in _DATA_PATHS:
             if not layer.HasField(param_name):
                 continue

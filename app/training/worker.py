@@ -24,8 +24,13 @@ from app.training.job import TrainingJob, provide_bundled_data
 from engine import backend
 from engine.solvers import Solver, create_solver
 from engine.trainer import Trainer
+from graph_view import pymodules
 
 FLUSH_S = 0.1  # the plots redraw at most 10 times a second: sooner buys nothing
+# A small net runs thousands of iterations a second in pure Python and numpy calls too short to let
+# go of the GIL for long: the GUI thread would wait for it for seconds. Every YIELD_S of training
+# the worker sleeps YIELD_SLEEP_S, so the window stays responsive (a cost of about 2%).
+YIELD_S, YIELD_SLEEP_S = 0.025, 0.0005
 Answer = Callable[[Any, str | None], None]  # (result, error message)
 
 
@@ -46,7 +51,7 @@ class Worker:
         self._lock = threading.Lock()
         self._points: list[tuple[float, float, float, float]] = []
         self._lines: list[tuple[float, str]] = []
-        self._flushed = 0.0
+        self._flushed = self._yielded = 0.0
         self._t0 = time.perf_counter()
         self._thread = threading.Thread(target=self._main, name="barista-training", daemon=True)
 
@@ -91,7 +96,8 @@ class Worker:
 
     def _main(self) -> None:
         try:
-            self.trainer.run()
+            with pymodules.importing_from(self.job.module_dirs, self.job.python_modules()):
+                self.trainer.run()
         except BaseException as exc:  # only when reporting the error itself failed
             with contextlib.suppress(Exception):  # the GUI is gone; nothing is left to tell
                 self.bridge.event.emit("error", {"message": f"{type(exc).__name__}: {exc}", "seconds": 0.0})
@@ -121,6 +127,9 @@ class Worker:
                 self._points.append((payload["iter"], now, payload["loss"], payload["lr"]))
             self.serve(self.bridge.answered.emit)
             self._maybe_flush(now)
+            if now - self._yielded >= YIELD_S:
+                time.sleep(YIELD_SLEEP_S)  # the GUI thread takes the GIL meanwhile
+                self._yielded = time.perf_counter() - self._t0
             return
         self._flush(now)
         self.bridge.event.emit(kind, {**payload, "seconds": now})

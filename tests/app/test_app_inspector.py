@@ -4,8 +4,9 @@ and the document change, undo across views, and refused edits that leave the doc
 from __future__ import annotations
 
 import pytest
+from gestures import retype
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QSpinBox
+from PySide6.QtWidgets import QCheckBox, QSpinBox
 
 from app.files import DEFAULT_SOLVER
 from app.forms.editors import ChoiceEditor, EnumEditor, LineEditor
@@ -26,15 +27,6 @@ def window(qtbot) -> MainWindow:
     w.show()
     qtbot.waitExposed(w)
     return w
-
-
-def retype(qtbot, widget, text: str) -> None:
-    """Focus ``widget``, replace what it shows by typing ``text``, press Enter (as a user does)."""
-    widget.setFocus()
-    target = widget.lineEdit() if isinstance(widget, (QSpinBox, QComboBox)) else widget
-    target.selectAll()
-    qtbot.keyClicks(target, text)
-    qtbot.keyClick(target, Qt.Key.Key_Return)
 
 
 def test_editing_a_field_changes_the_document_and_the_text_and_undo_brings_both_back(qtbot, window):

@@ -133,3 +133,13 @@ def test_momentum_with_rmsprop_is_refused_in_caffes_words(qtbot, panel):
     retype(qtbot, panel.editor("momentum"), "0.5")
     assert "Momentum cannot be used with RMSProp." in panel.message.text()
     assert panel.doc.solver.momentum == 0
+
+
+def test_a_field_caffe_1_0_lacks_is_applied_with_a_lasting_notice(qtbot, panel):
+    assert not panel.notice.isVisible()
+    panel.stack.push_command(SetSolverField("weights", ["pretrained.caffemodel"]))
+    assert list(panel.doc.solver.weights) == ["pretrained.caffemodel"]  # applied, not refused
+    qtbot.waitUntil(panel.notice.isVisible, timeout=2000)
+    assert "newer than 1.0" in panel.notice.text() and "weights" in panel.notice.text()
+    panel.stack.undo()
+    qtbot.waitUntil(lambda: not panel.notice.isVisible(), timeout=2000)

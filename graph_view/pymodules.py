@@ -1,0 +1,140 @@
+"""Where Python layers' modules come from: the net's own folder, as Caffe users keep them. Qt-free.
+
+Caffe imports ``python_param.module`` from PYTHONPATH, and people keep the layer's .py beside the
+prototxt and run caffe from that folder. The app does what that amounts to: while it builds a net
+(shapes on the canvas, the filler draws, "How the net starts", training) the document's folders
+are at the front of ``sys.path``. Two more things make a module kept there behave as a user expects:
+
+* ``import caffe`` inside it gets this engine when no package called caffe is installed;
+* a module file edited since it was imported is imported afresh on the next build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+
+from proto import caffe_pb2
+
+_lock = threading.Lock()
+_users: dict[str, int] = {}  # folder -> how many builds hold it on sys.path
+_stamps: dict[str, tuple[str, int, int]] = {}  # module -> (file, mtime_ns, size) when it was imported
+
+
+def module_names(net: caffe_pb2.NetParameter) -> list[str]:
+    """The modules the net's Python layers import, in order, each once."""
+    names = [layer.python_param.module for layer in net.layer if layer.type == "Python"]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def folders(*paths: str | os.PathLike[str] | None) -> list[str]:
+    """The folders of these files (the net's, the solver's), each once; unsaved ones are skipped."""
+    found = [os.path.dirname(os.path.abspath(p)) for p in paths if p]
+    return list(dict.fromkeys(found))
+
+
+def module_file(name: str, where: Sequence[str]) -> str | None:
+    """The file that would provide module ``name`` from one of the folders ``where``, if any."""
+    top = name.split(".")[0]
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(top, list(where))
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or spec.origin in ("built-in", "frozen"):
+        return None
+    return spec.origin
+
+
+def stamp(name: str, where: Sequence[str]) -> tuple[str, int, int] | None:
+    """(file, mtime, size) of the module's file in ``where``: it changes when the user edits it."""
+    path = module_file(name, where)
+    if path is None:
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (path, info.st_mtime_ns, info.st_size)
+
+
+def _forget(name: str) -> None:
+    top = name.split(".")[0]
+    for loaded in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+        del sys.modules[loaded]
+
+
+def _refresh(names: Iterable[str], where: Sequence[str]) -> None:
+    """Drop a loaded module whose file in ``where`` changed, or that came from somewhere else."""
+    for name in names:
+        now = stamp(name, where)
+        if now is None:
+            continue  # not kept beside the net: whatever Python finds is the user's business
+        module = sys.modules.get(name)
+        loaded = getattr(module, "__file__", None)
+        same_file = loaded is not None and os.path.abspath(loaded) == now[0]
+        if module is not None and (not same_file or _stamps.get(name) != now):
+            _forget(name)
+            with contextlib.suppress(OSError, NotImplementedError, ValueError):
+                os.remove(importlib.util.cache_from_source(now[0]))  # its bytecode may look current
+            importlib.invalidate_caches()
+        _stamps[name] = now
+
+
+def _alias_caffe() -> None:
+    """``import caffe`` in a user's layer gets the engine (the app's pycaffe) unless caffe is installed."""
+    if "caffe" in sys.modules or importlib.util.find_spec("caffe") is not None:
+        return
+    import engine
+
+    sys.modules["caffe"] = engine
+    for sub in ("io", "proto", "net_spec", "coord_map", "pycaffe", "classifier", "detector"):
+        module = sys.modules.get(f"engine.{sub}") or importlib.import_module(f"engine.{sub}")
+        sys.modules[f"caffe.{sub}"] = module
+    sys.modules["caffe.proto.caffe_pb2"] = caffe_pb2
+
+
+@contextlib.contextmanager
+def importing_from(where: Sequence[str], names: Iterable[str] = ()) -> Iterator[None]:
+    """While inside, ``where`` leads ``sys.path`` (modules ``names`` refreshed if their files changed)."""
+    where = [w for w in where if w]
+    names = list(names)
+    if not where and not names:
+        yield
+        return
+    with _lock:
+        for folder in reversed(where):
+            if _users.get(folder, 0) == 0 and folder not in sys.path:
+                sys.path.insert(0, folder)
+                _users[folder] = 1
+            elif folder in _users:
+                _users[folder] += 1
+        if names:
+            _alias_caffe()
+            _refresh(names, where)
+    try:
+        yield
+    finally:
+        with _lock:
+            for folder in where:
+                if folder not in _users:
+                    continue  # it was on sys.path before us: leave it
+                _users[folder] -= 1
+                if _users[folder] == 0:
+                    del _users[folder]
+                    with contextlib.suppress(ValueError):
+                        sys.path.remove(folder)
+
+
+def missing_hint(name: str, where: Sequence[str]) -> str:
+    """What to do about a module that cannot be found, in words naming the folders looked in."""
+    file = f"{name.split('.')[0]}.py"
+    if not where:
+        return f"save the net in the folder that holds {file}, or put that folder on PYTHONPATH"
+    shown = where[0] if len(where) == 1 else ", ".join(where)
+    return f"put {file} beside the net (looked in {shown} and on PYTHONPATH)"
