@@ -104,8 +104,7 @@ class TrainingDock(QDockWidget):
         self.gpu_reason = reason
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m")
-        self.progress.setRange(0, 1)
-        self.progress.setValue(0)
+        self._idle_progress()
         self.rate = QLabel("Ready")
         self.rate.setMinimumWidth(190)
 
@@ -329,9 +328,16 @@ class TrainingDock(QDockWidget):
     def ask_save_path(self, title: str, default: str, file_filter: str) -> str:
         return QFileDialog.getSaveFileName(self, title, default, file_filter)[0]
 
+    def _idle_progress(self) -> None:
+        """Before a run the bar reads 0 / max_iter of the solver that Train would run."""
+        self.progress.setRange(0, max(1, self.doc.solver.max_iter))
+        self.progress.setValue(0)
+
     def _on_doc_change(self, change) -> None:
         if change.kind in ("solver_loaded", "solver_changed"):
             self.snapshot_action.setToolTip(_snapshot_tip(self.doc.solver))
+            if not self.controller.busy:
+                self._idle_progress()
         # A solver file that says solver_mode: GPU picks the GPU, when there is one.
         if change.kind == "solver_loaded" and not self.controller.busy:
             gpu = self.doc.solver.solver_mode == caffe_pb2.SolverParameter.GPU and not self.gpu_reason

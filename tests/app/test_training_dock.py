@@ -206,3 +206,11 @@ def test_a_failing_run_stops_shows_why_and_leaves_the_document_alone(qtbot, wind
     assert snapshot_of(window.doc) == before
     assert dock.train_action.isEnabled() and not dock.stop_action.isEnabled()
     assert dock.runs.tree.topLevelItem(0).text(1) == "failed"
+
+
+def test_before_a_run_the_progress_reads_the_solvers_max_iter(qtbot, window, tmp_path):
+    dock = open_shown(qtbot, window, write_example(tmp_path, {"max_iter": "321"}))
+    assert (dock.progress.value(), dock.progress.maximum()) == (0, 321)
+    assert dock.progress.text() == "0 / 321"
+    window.push(SetSolverField("max_iter", 50))
+    assert dock.progress.maximum() == 50
