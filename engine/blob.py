@@ -32,6 +32,9 @@ def as_shape(shape: Any) -> tuple[int, ...]:
     else:
         dims = shape
     out = tuple(int(d) for d in dims)
+    # The common case, cheaply (this runs at every reshape of every layer, every iteration).
+    if len(out) <= MAX_BLOB_AXES and (not out or (min(out) > 0 and math.prod(out) <= MAX_BLOB_COUNT)):
+        return out
     if len(out) > MAX_BLOB_AXES:
         raise ValueError(f"blob shape {out} has more than {MAX_BLOB_AXES} axes")
     if any(d < 0 for d in out):
