@@ -38,6 +38,8 @@ from engine.layers.im2col import (
     conv_output_shape,
     im2col,
     im2col_images,
+    im2col_rows,
+    inner,
     padded_shape,
     span_length,
     spans_view,
@@ -305,6 +307,47 @@ class BaseConvolutionLayer(Layer):
             col[..., rows, :] = 1
         return col
 
+    def pipelined(self, x: Any) -> bool:
+        """Whether the batch-inner forward runs as ranges of output rows on the pool's threads (each
+        range's columns, GEMM and transpose back while its columns are in the core's cache)."""
+        return (
+            not self.per_image
+            and parallel.splitting()
+            and self.num_spatial > 0
+            and self.conv_out[0] > 1
+            and self.num_output * x[0:1].size * self.num * math.prod(self.kernel) // self.group
+            >= parallel.MIN_SPLIT_TASKS
+        )
+
+    def cols_convolve_rows(self, a: Any, y: Any, name: str) -> Any:
+        """``cols`` then ``convolve`` for batch-inner columns, as ranges of output rows (first spatial
+        axis) shared among engine.parallel's threads. Every value is that of the whole-batch path:
+        the same copies, and each GEMM column sums the whole inner dimension."""
+        n, c = a.shape[:2]
+        rows = c // self.group * math.prod(self.kernel)
+        extra = int(self.fold)
+        pixels = math.prod(self.conv_out)
+        ws, dtype, xp = self.workspace, self.dtype, self.xp
+        col = ws.get(name, (self.group, rows + extra, pixels * n), dtype, xp)
+        padded = ws.get("padded", (c, *padded_shape(self.conv_in, self.pad), n), dtype, xp, zeros=True)
+        target = (col[0, :rows] if extra else col).reshape(c, *self.kernel, *self.conv_out, n)
+        if extra:
+            col[..., rows, :] = 1
+        padded[inner(self.pad, self.conv_in)] = xp.moveaxis(a, 0, -1)
+        w = self.folded_weights() if self.fold else self.weights()
+        product = ws.get("product", (*w.shape[:2], col.shape[-1]), dtype, xp)
+        per_row = pixels // self.conv_out[0] * n  # columns of one output row
+        m = product.reshape(-1, self.conv_out[0], per_row)
+
+        def share(start: int, end: int) -> None:  # one range per thread (smaller ones ran slower)
+            im2col_rows(padded, self.stride, self.dilation, target, start, end)
+            span = slice(start * per_row, end * per_row)
+            xp.matmul(w, col[..., span], out=product[..., span])
+            batch_first(m[:, start:end].reshape(-1, end - start, *self.conv_out[1:], n), y[:, :, start:end])
+
+        parallel.run(share, self.conv_out[0], xp)
+        return col
+
     def uncols(self, m: Any, out: Any) -> None:
         """col2im of columns (either layout) into out (num, C_in, *in)."""
         geometry = (self.conv_in, self.kernel, self.pad, self.stride, self.dilation)
@@ -461,6 +504,8 @@ class ConvolutionLayer(BaseConvolutionLayer):
             if self.per_image and parallel.splitting():  # each range's GEMM right after its columns
                 w = self.folded_weights() if self.fold else self.weights()  # once, not per thread
                 col = self.cols(x, name, functools.partial(self.convolve_images, w, y))
+            elif self.pipelined(x):
+                col = self.cols_convolve_rows(x, y, name)
             else:
                 col = self.cols(x, name)
                 self.convolve(col, y)
@@ -496,10 +541,13 @@ class ConvolutionLayer(BaseConvolutionLayer):
                 self.spans_scratch(dx.shape[1])
             tasks = []
             for k in range(parts):
+                share = []
                 if learn:
-                    tasks.append(functools.partial(self.weight_gradient, dy, col, (k, parts)))
+                    share.append(functools.partial(self.weight_gradient, dy, col, (k, parts)))
                 if down:
-                    tasks.append(functools.partial(self.convolve_transposed, dy, dx, (k, parts)))
+                    share.append(functools.partial(self.convolve_transposed, dy, dx, (k, parts)))
+                # every other thread in the other order: one reads the columns while one writes spans
+                tasks += share[:: -1 if k % 2 else 1]
             parallel.together(*tasks, work=work)
             if down and self.extended:
                 bottom_diff = self.batch(b, data=False)

@@ -98,11 +98,24 @@ def im2col(
         padded = xp.zeros((c, *padded_shape(spatial, pad), n), x.dtype)
     col = xp.empty((c, *kernel, *out_shape, n), x.dtype) if out is None else out
     padded[inner(pad, spatial)] = xp.moveaxis(x, 0, -1)
-    # Every kernel offset's window at once: one strided copy, in runs of out[-1] * N values.
+    im2col_rows(padded, stride, dilation, col, 0, out_shape[0] if out_shape else 0)
+    return col
+
+
+def im2col_rows(padded: Any, stride: Ints, dilation: Ints, col: Any, first: int, stop: int) -> None:
+    """The columns (C, *kernel, *out, N) of output rows ``first:stop`` (along the first spatial axis)
+    from a filled padded (C, *padded, N) batch: every kernel offset's window at once, one strided
+    copy in runs of out[-1] * N values."""
+    xp = backend.get_array_module(padded)
+    ndim = len(stride)
+    if ndim == 0:
+        col[...] = padded
+        return
     step = padded.strides[1:-1]
-    col[...] = xp.lib.stride_tricks.as_strided(
-        padded,
-        shape=col.shape,
+    target = col[(slice(None),) * (1 + ndim) + (slice(first, stop),)]
+    target[...] = xp.lib.stride_tricks.as_strided(
+        padded[(slice(None), slice(first * stride[0], None))],
+        shape=target.shape,
         strides=(
             padded.strides[0],
             *(s * d for s, d in zip(step, dilation)),
@@ -110,7 +123,6 @@ def im2col(
             padded.strides[-1],
         ),
     )
-    return col
 
 
 def col2im(

@@ -265,7 +265,7 @@ class PoolingLayer(Layer):
             self.tournament(framed[part].reshape(-1, kw).T, across, row_max[part].reshape(-1), part)
             rows = row_max[part].reshape(-1, kh, pw).swapaxes(0, 1)
             best = y[part]
-            self.tournament(rows, down, best.reshape(-1, pw), part)
+            self.tournament(rows, down, best.reshape(-1, pw), part, clean=True)
             xp.greater(best, LOWEST, out=self.live[part])  # a window of -inf / NaN gives -FLT_MAX ...
 
         parallel.run(images, n, xp, parallel.grain(x[0:1].size))  # [0:1]: an empty batch has no [0]
@@ -306,21 +306,29 @@ class PoolingLayer(Layer):
             self.choices[f"greater_{name}"] = ws.get(f"greater_{name}", shape, bool, xp)
             self.choices[f"later_{name}"] = ws.get(f"later_{name}", shape, np.int8, xp)
         self.choices[f"chosen_{name}"] = ws.get(f"chosen_{name}", shape, bool, xp) if count > 1 else None
+        self.choices[f"first_{name}"] = ws.get(f"first_{name}", shape, self.dtype, xp) if count > 1 else None
         return name
 
-    def tournament(self, candidates: Any, stage: str, best: Any, part: slice) -> None:
+    def tournament(self, candidates: Any, stage: str, best: Any, part: slice, clean: bool = False) -> None:
         """best = Caffe's max over the first axis of ``candidates`` (K, ...): from -FLT_MAX, each value
         strictly greater takes over, so NaN never does (fmax skips it); which one was the first maximum
-        goes to the stage's choice (0 where none beat -FLT_MAX), for the images in ``part``."""
+        goes to the stage's choice (0 where none beat -FLT_MAX), for the images in ``part``. ``clean``:
+        the candidates are an earlier stage's maxima (never NaN nor below -FLT_MAX): the first is its
+        own max with -FLT_MAX, used where it lies."""
         xp = self.xp
         count = len(candidates)
-        xp.fmax(candidates[0], LOWEST, out=best)
         if count == 1:
+            xp.fmax(candidates[0], LOWEST, out=best)
             return
+        first = candidates[0]
+        if not clean:
+            first = xp.fmax(first, LOWEST, out=self.choices[f"first_{stage}"][part].reshape(best.shape))
         choice = self.choices[stage][part].reshape(best.shape)
         greater = choice if count == 2 else self.choices[f"greater_{stage}"][part].reshape(best.shape)
-        xp.greater(candidates[1], best, out=greater)
-        xp.fmax(best, candidates[1], out=best)
+        xp.fmax(first, candidates[1], out=best)
+        # The second is strictly greater exactly where the max rose above the first (neither is NaN
+        # there): one comparison of two contiguous arrays, not of strided candidates.
+        xp.greater(best, first, out=greater)
         if count == 2:
             return
         choice[...] = greater

@@ -43,9 +43,12 @@ class SGDSolver(Solver):
         if kernels.sgd_update(blob.data, blob.diff, history, scale, decay, momentum, local):
             return True
         xp = self.xp
-        flat = [a.reshape(-1) for a in (blob.data, blob.diff, history, self.scratch(blob.diff))]
+        flat = [a.reshape(-1) for a in (blob.data, blob.diff, history)]
+        # One block of scratch serves every block: it stays in cache, and only three arrays stream.
+        spare = self.scratch(blob.diff).reshape(-1)[:UPDATE_BLOCK]
         for start in range(0, flat[0].size, UPDATE_BLOCK):
-            data, diff, past, scratch = (a[start : start + UPDATE_BLOCK] for a in flat)
+            data, diff, past = (a[start : start + UPDATE_BLOCK] for a in flat)
+            scratch = spare[: data.size]
             if scale != 1:
                 diff *= scale
             if decay:
