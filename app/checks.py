@@ -182,7 +182,7 @@ def layer_edit_problem(old: Layer, new: Layer) -> str | None:
     return edit_problem(old, new, layer_problems)  # type: ignore[arg-type]
 
 
-_NO_MOMENTUM = ("AdaGrad", "RMSProp")  # their Caffe constructors CHECK momentum == 0
+NO_MOMENTUM = ("AdaGrad", "RMSProp")  # their Caffe constructors CHECK momentum == 0
 
 
 def solver_problems(solver: caffe_pb2.SolverParameter) -> list[str]:
@@ -202,7 +202,7 @@ def solver_problems(solver: caffe_pb2.SolverParameter) -> list[str]:
         problems.append("base_lr must not be negative")
     if any(i < 0 for i in solver.test_iter):
         problems.append("test_iter must not be negative")
-    if solver.type in _NO_MOMENTUM and solver.momentum != 0:
+    if solver.type in NO_MOMENTUM and solver.momentum != 0:
         problems.append(f"Momentum cannot be used with {solver.type}.")  # Caffe's CHECK, its words
     problems += _readable(solver)
     return problems

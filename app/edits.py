@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.checks import layer_edit_problem, solver_edit_problem
+from app.checks import NO_MOMENTUM, layer_edit_problem, solver_edit_problem
 from app.commands import (
     Command,
     CommandError,
@@ -125,7 +125,7 @@ def solver_edit(doc: Document, path: str, value: Any) -> Command:
     _set(new, path, value)
     filled = path == "lr_policy" and _policy_defaults(new)
     # AdaGrad and RMSProp refuse momentum: switching to them lets go of it in the same step.
-    dropped = path == "type" and new.type in ("AdaGrad", "RMSProp") and new.momentum != 0
+    dropped = path == "type" and new.type in NO_MOMENTUM and new.momentum != 0
     if dropped:
         new.ClearField("momentum")
     problem = solver_edit_problem(doc.solver, new)
