@@ -18,7 +18,9 @@ def window(qtbot):
     w = MainWindow()
     qtbot.addWidget(w)
     w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
+    # The deploy net (Input layers): its preview never waits on the bundled MNIST being converted, which a
+    # fresh machine has not done yet (the train/test net's Data layers would leave the preview a message).
+    assert w.open_file(EXAMPLES / "mnist" / "lenet.prototxt")
     w.resize(1400, 900)
     w.show()
     qtbot.waitExposed(w)
@@ -74,10 +76,10 @@ def test_filler_panel_follows_the_theme_at_run_time(qtbot, window):
 def test_preview_and_net_start_texts_follow_the_theme(qtbot, window):
     app = QApplication.instance()
     panel = window.filler_dock.widget()
-    with qtbot.waitSignal(panel.previewed, timeout=5000):
-        pass
     stats = panel.preview.stats
-    assert stats.isVisible() and "drawn" in stats.text()
+    # The preview may already have been drawn before this line runs (a signal can be missed): wait on its
+    # visible result instead, with room for a loaded 2-core machine.
+    qtbot.waitUntil(lambda: stats.isVisible() and "drawn" in stats.text(), timeout=30000)
     light_grey = window.palette().color(window.palette().ColorRole.PlaceholderText).name()
     assert light_grey in stats.text()
 

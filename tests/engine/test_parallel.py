@@ -58,7 +58,9 @@ def test_split_matmul_is_the_whole_matmul(pool3, monkeypatch, split):
     parallel.matmul(a, b, out, split)
     whole = np.empty_like(out)
     np.matmul(a, b, out=whole)  # the same GEMMs, one call each: sums over all of K either way
-    np.testing.assert_allclose(out, whole, rtol=1e-6)
+    # BLAS picks its blocking (and so its float32 summation order) by the shape it is given, so a slice's
+    # sums may round differently from the whole's: equal to float32's accuracy over K=300 terms.
+    np.testing.assert_allclose(out, whole, rtol=1e-5)
 
 
 def solver(pool):
