@@ -7,6 +7,7 @@ and run without a window. Bad input ends with one line on stderr and exit code 2
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -82,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--phase", choices=PHASES, default="TRAIN")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("output")
+
+    for name, command in sub.choices.items():  # every command that reads a prototxt
+        if name != "device_query":
+            command.add_argument(
+                "--drop-unknown-fields", action="store_true",
+                help="read prototxt without the fields BVLC Caffe's schema lacks (a fork's), saying which",
+            )  # fmt: skip
     return parser
 
 
@@ -132,6 +140,15 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
     return importlib.import_module(f"engine.cli.{modules[name]}").run
 
 
+def _unknown_fields_policy(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """With --drop-unknown-fields, every prototxt read drops a fork's fields and says which."""
+    if not getattr(args, "drop_unknown_fields", False):
+        return contextlib.nullcontext()
+    from proto import textio
+
+    return textio.dropping_unknown_fields(lambda e: print(f"warning: {e.dropped_notice()}", file=sys.stderr))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = _command_first(list(sys.argv[1:] if argv is None else argv))
     args = _parser().parse_args(argv)
@@ -148,10 +165,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         glog.install()
     from engine.errors import EngineError
-    from proto.errors import FormatError
+    from proto.errors import FormatError, UnknownFieldsError
 
     try:
-        return _command(args.command)(args)
+        with _unknown_fields_policy(args):
+            return _command(args.command)(args)
+    except UnknownFieldsError as exc:
+        print(f"error: {exc} (--drop-unknown-fields reads it without them)", file=sys.stderr)
+        return 2
     except (EngineError, FormatError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,10 @@ parse (every field known, no field given twice, required fields present), then u
 content unless ``upgrade=False``. A legacy file logs a warning on the ``proto.upgrade`` logger; a caller
 that needs the details reads with ``upgrade=False`` and calls ``proto.upgrade.upgrade_net``.
 
+Fields our schema lacks (Caffe forks add some) are one ``UnknownFieldsError`` listing them all;
+``drop_unknown=True`` reads the file without exactly those fields (logged on ``proto.textio``), as
+does every read inside ``dropping_unknown_fields(report)`` (the CLI's ``--drop-unknown-fields``).
+
 Writing matches Caffe's ``WriteProtoToTextFile`` (C++ ``TextFormat::Print``): fields in number
 order, two-space indent, floats in the shortest form that reads back to the same float32, and
 non-ASCII bytes in strings as octal escapes (``as_utf8=True`` keeps them readable instead; Caffe
@@ -13,16 +17,21 @@ reads both). Files are replaced atomically.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, TypeVar, cast
 
 from google.protobuf import text_format
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-from proto import caffe_pb2
+from proto import caffe_pb2, unknown_fields
 from proto.atomic import write_text_atomic
-from proto.errors import FormatError
+from proto.errors import FormatError, UnknownFieldsError
 from proto.upgrade import upgrade_net_as_needed, upgrade_snapshot_prefix, upgrade_solver_as_needed
 
 M = TypeVar("M", bound=Message)
@@ -32,6 +41,20 @@ PathLike = str | os.PathLike[str]
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\v\f\r")
 _FIRST_FIELD = re.compile(r"(?:\s|#[^\n]*)*[A-Za-z_][A-Za-z0-9_]*\s*[:{<]")
 _LOCATION = re.compile(r"^\d+(?::\d+)? : ")
+_LOG = logging.getLogger(__name__)
+# Set inside ``dropping_unknown_fields``: every read drops unknown fields and reports them here.
+_DROPPING: ContextVar[Callable[[UnknownFieldsError], None] | None] = ContextVar("_DROPPING", default=None)
+
+
+@contextlib.contextmanager
+def dropping_unknown_fields(report: Callable[[UnknownFieldsError], None]) -> Iterator[None]:
+    """Every prototxt read in this block drops the fields our schema lacks, calling ``report``
+    with what it dropped (``error.dropped_notice()`` says it in one line)."""
+    token = _DROPPING.set(report)
+    try:
+        yield
+    finally:
+        _DROPPING.reset(token)
 
 
 def looks_binary(data: bytes) -> bool:
@@ -64,15 +87,39 @@ def decode_text(data: bytes, path: PathLike = "<bytes>") -> str:
         raise FormatError(path, message, line, column) from None
 
 
-def parse_text(text: str | bytes, message_type: type[M], path: PathLike = "<string>") -> M:
-    """Parse one message of ``message_type`` as C++ ``TextFormat::Parse`` would accept it."""
+def parse_text(
+    text: str | bytes, message_type: type[M], path: PathLike = "<string>", *, drop_unknown: bool = False
+) -> M:
+    """Parse one message of ``message_type`` as C++ ``TextFormat::Parse`` would accept it.
+
+    Fields the schema lacks raise one ``UnknownFieldsError`` naming each; ``drop_unknown=True``
+    (or a ``dropping_unknown_fields`` block) reads the text without them instead.
+    """
     if isinstance(text, bytes):
         text = decode_text(text, path)
     message = message_type()
     try:
         text_format.Parse(text, message)
     except text_format.ParseError as e:
-        raise FormatError(path, _parse_error_message(e, text), e.GetLine(), e.GetColumn()) from e
+        unknown = unknown_fields.find(text, cast(Descriptor, message_type.DESCRIPTOR))
+        if not unknown:
+            raise FormatError(path, _parse_error_message(e, text), e.GetLine(), e.GetColumn()) from e
+        without = unknown_fields.blank(text, unknown)
+        message = message_type()
+        try:
+            text_format.Parse(without, message)
+        except text_format.ParseError as e2:  # a mistake besides the unknown fields: that one first
+            raise FormatError(path, _parse_error_message(e2, without), e2.GetLine(), e2.GetColumn()) from e2
+        if message.ListFields() == []:  # nothing left: the wrong kind of file, not a fork's fields
+            raise FormatError(path, _parse_error_message(e, text), e.GetLine(), e.GetColumn()) from e
+        error = UnknownFieldsError(path, unknown)
+        report = _DROPPING.get()
+        if not drop_unknown and report is None:
+            raise error from None
+        if report is not None:
+            report(error)
+        else:
+            _LOG.warning("%s", error.dropped_notice())
     if not message.IsInitialized():
         raise FormatError(path, f"Message missing required fields: {missing_required_fields(message)}")
     return message
@@ -84,35 +131,35 @@ def missing_required_fields(message: Message) -> str:
     return ", ".join(find()) if find is not None else "(unknown)"
 
 
-def read_text(path: PathLike, message_type: type[M]) -> M:
+def read_text(path: PathLike, message_type: type[M], *, drop_unknown: bool = False) -> M:
     """Read a text file as ``message_type``; OSError passes through, bad content is FormatError."""
     with open(path, "rb") as f:
         data = f.read()
-    return parse_text(data, message_type, path)
+    return parse_text(data, message_type, path, drop_unknown=drop_unknown)
 
 
 def parse_net(
-    text: str | bytes, path: PathLike = "<string>", *, upgrade: bool = True
+    text: str | bytes, path: PathLike = "<string>", *, upgrade: bool = True, drop_unknown: bool = False
 ) -> caffe_pb2.NetParameter:
-    net = parse_text(text, caffe_pb2.NetParameter, path)
+    net = parse_text(text, caffe_pb2.NetParameter, path, drop_unknown=drop_unknown)
     return _upgraded_net(net, path) if upgrade else net
 
 
 def parse_solver(
-    text: str | bytes, path: PathLike = "<string>", *, upgrade: bool = True
+    text: str | bytes, path: PathLike = "<string>", *, upgrade: bool = True, drop_unknown: bool = False
 ) -> caffe_pb2.SolverParameter:
-    solver = parse_text(text, caffe_pb2.SolverParameter, path)
+    solver = parse_text(text, caffe_pb2.SolverParameter, path, drop_unknown=drop_unknown)
     return _upgraded_solver(solver, path) if upgrade else solver
 
 
-def read_net(path: PathLike, *, upgrade: bool = True) -> caffe_pb2.NetParameter:
+def read_net(path: PathLike, *, upgrade: bool = True, drop_unknown: bool = False) -> caffe_pb2.NetParameter:
     """A net prototxt, upgraded from V0/V1/legacy fields as Caffe does unless ``upgrade=False``."""
-    net = read_text(path, caffe_pb2.NetParameter)
+    net = read_text(path, caffe_pb2.NetParameter, drop_unknown=drop_unknown)
     return _upgraded_net(net, path) if upgrade else net
 
 
 def read_solver(
-    path: PathLike, *, upgrade: bool = True, resolve_snapshot_prefix: bool = False
+    path: PathLike, *, upgrade: bool = True, resolve_snapshot_prefix: bool = False, drop_unknown: bool = False
 ) -> caffe_pb2.SolverParameter:
     """A solver prototxt, with ``solver_type`` upgraded to ``type`` unless ``upgrade=False``.
 
@@ -120,7 +167,7 @@ def read_solver(
     without extension, or the file's stem inside a prefix that is a folder): what a trainer
     needs, and what an editor should not write back into the user's file.
     """
-    solver = read_text(path, caffe_pb2.SolverParameter)
+    solver = read_text(path, caffe_pb2.SolverParameter, drop_unknown=drop_unknown)
     if upgrade:
         solver = _upgraded_solver(solver, path)
     if resolve_snapshot_prefix:
