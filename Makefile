@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck pytest proto bench clean
+.PHONY: run test install lint typecheck pytest proto bench screenshots clean
 
 run: $(STAMP)
 	$(PY) tools/check_system.py
@@ -43,6 +43,10 @@ proto: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# The README's and the guide's pictures, made from the real window offscreen at 1280x800.
+screenshots: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) tools/screenshots.py docs/images
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,212 @@
+"""Make the README's and the guide's pictures from the real app, offscreen, at 1280x800.
+
+    python tools/screenshots.py [OUT_DIR] [--only NAME ...]     (``make screenshots``: docs/images/)
+
+Each picture is one function below that puts a fresh main window into a state a user reaches by
+hand (open a net, pick a layer, switch a view, press Train), waits until the window shows what it
+should, and saves ``OUT_DIR/NAME.png``. Nothing is written anywhere else: nets are opened from
+copies in a temporary folder, and training runs there without snapshots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from app.files import EXAMPLES  # noqa: E402
+from app.main_window import MainWindow  # noqa: E402
+from engine.data import mnist, paths  # noqa: E402
+
+SIZE = (1280, 800)
+DEFAULT_OUT = ROOT / "docs" / "images"
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    """Run the event loop until ``condition()`` holds; an error naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"screenshots: gave up waiting for {what or 'the window'}")
+        QApplication.processEvents()
+        time.sleep(0.01)
+
+
+def settle(seconds: float = 0.3) -> None:
+    """Let queued paints, layouts and timers run."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        QApplication.processEvents()
+        time.sleep(0.01)
+
+
+class Shots:
+    """A temporary folder with copies of the examples, and a window per picture."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.tmp = Path(tempfile.mkdtemp(prefix="barista-shots-"))
+        shutil.copytree(EXAMPLES, self.tmp / "examples")
+        settings_path = self.tmp / "settings.ini"
+        self.settings = QSettings(str(settings_path), QSettings.Format.IniFormat)
+        # The bundled MNIST: the user's converted copy when there is one, else a copy made in the
+        # temporary folder, so that making pictures writes nothing outside it.
+        folder = mnist.default_folder()
+        if not mnist.is_complete(folder):
+            folder = mnist.ensure_mnist(self.tmp / "mnist")
+        mnist.default_folder = lambda: folder  # type: ignore[assignment]
+        os.environ[paths.ENV_VAR] = str(folder)  # LeNet's relative sources resolve there
+
+    def window(self, relative: str) -> MainWindow:
+        window = MainWindow()
+        window.ask_unsaved_changes = lambda *args: "discard"  # type: ignore[method-assign]
+        if not window.open_file(self.tmp / "examples" / relative):
+            raise RuntimeError(f"screenshots: cannot open {relative}")
+        window.resize(*SIZE)
+        window.show()
+        settle()
+        return window
+
+    def save(self, window: MainWindow, name: str) -> Path:
+        settle()
+        path = self.out / f"{name}.png"
+        if not window.grab().save(str(path)):
+            raise OSError(f"screenshots: cannot write {path}")
+        return path
+
+    def select(self, window: MainWindow, layer: str) -> None:
+        names = [layer.name for layer in window.doc.net.layer]
+        window.selection.select(names.index(layer))
+        settle()
+
+    def close(self, window: MainWindow) -> None:
+        window.training.shutdown()
+        window.doc.modified = False if hasattr(window.doc, "modified") else None  # type: ignore[attr-defined]
+        window.close()
+        window.deleteLater()
+        settle(0.1)
+
+
+# ---- the pictures ----------------------------------------------------------------------------
+
+
+def main_window(shots: Shots) -> MainWindow:
+    """The window on a real net: GoogLeNet's inception module, its Layers, canvas and inspector."""
+    window = shots.window("inception.prototxt")
+    shots.select(window, window.doc.net.layer[1].name)
+    return window
+
+
+def canvas(shots: Shots) -> MainWindow:
+    """LeNet on the canvas with a convolution picked: boxes, wires with shapes, the inspector."""
+    window = shots.window("mnist/lenet_train_test.prototxt")
+    shots.select(window, "conv2")
+    return window
+
+
+def splits(shots: Shots) -> MainWindow:
+    """The Splits view: the net as Caffe runs it, with the Split layers InsertSplits adds."""
+    window = shots.window("mnist/lenet_train_test.prototxt")
+    bar = window.graph.toolbar
+    bar.test.click()
+    bar.splits.click()
+    settle()
+    return window
+
+
+def initialisation(shots: Shots) -> MainWindow:
+    """The Initialisation tab: conv1's weight filler, its histogram against the filler's density."""
+    window = shots.window("mnist/lenet_train_test.prototxt")
+    window.filler_dock.show()
+    window.filler_dock.raise_()
+    shots.select(window, "conv1")
+    panel = window.filler_dock.widget()
+    wait_until(lambda: "drawn" in panel.preview.stats.text(), 60, "the filler preview")
+    return window
+
+
+def net_start(shots: Shots) -> MainWindow:
+    """How the net starts: what one batch does to each layer's activations at initialisation."""
+    window = shots.window("mnist/lenet.prototxt")
+    window.net_start_dock.show()
+    window.net_start_dock.raise_()
+    panel = window.net_start_dock.widget()
+    settle(1.0)
+    wait_until(lambda: not panel.jobs.busy, 120, "the net-start computation")
+    return window
+
+
+def training(shots: Shots) -> MainWindow:
+    """Training LeNet on the bundled MNIST: the live loss and test-accuracy curves."""
+    folder = shots.tmp / "examples" / "mnist"
+    solver = folder / "lenet_solver.prototxt"
+    text = solver.read_text()
+    for field, value in {"max_iter": 300, "test_interval": 50, "test_iter": 10, "snapshot": 0}.items():
+        text = re.sub(rf"(?m)^{field}: .*$", f"{field}: {value}", text)
+    text = re.sub(r"(?m)^snapshot_prefix: .*$", f'snapshot_prefix: "{folder / "lenet"}"', text)
+    solver.write_text(text)
+    window = shots.window("mnist/lenet_solver.prototxt")
+    dock = window.training
+    dock.show()
+    dock.buttons["train"].click()
+    run = dock.controller.current
+    assert run is not None
+    wait_until(lambda: not run.active, 300, "the training run")
+    settle(1.0)
+    return window
+
+
+PICTURES: dict[str, Callable[[Shots], MainWindow]] = {
+    "main_window": main_window,
+    "canvas": canvas,
+    "splits": splits,
+    "initialisation": initialisation,
+    "net_start": net_start,
+    "training": training,
+}
+
+
+def make(out: Path, only: list[str] | None = None) -> list[Path]:
+    """Write the pictures named in ``only`` (all by default) into ``out``; their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Barista")
+    shots = Shots(out)
+    written = []
+    try:
+        for name, picture in PICTURES.items():
+            if only and name not in only:
+                continue
+            window = picture(shots)
+            written.append(shots.save(window, name))
+            shots.close(window)
+            print(f"wrote {written[-1]}")
+    finally:
+        shutil.rmtree(shots.tmp, ignore_errors=True)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default=str(DEFAULT_OUT))
+    parser.add_argument("--only", nargs="+", choices=sorted(PICTURES), help="make only these pictures")
+    args = parser.parse_args(argv)
+    make(Path(args.out), args.only)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
