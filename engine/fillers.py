@@ -15,8 +15,8 @@ What Caffe CHECKs raises FillerError.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -52,14 +52,29 @@ def filler_types() -> list[str]:
     return sorted(_FILLERS)
 
 
-def get_filler(param: caffe_pb2.FillerParameter) -> Filler:
-    """The filler a FillerParameter names (Caffe's GetFiller)."""
+def filler_class(type_name: str) -> type[Filler]:
     try:
-        cls = _FILLERS[param.type]
+        return _FILLERS[type_name]
     except KeyError:
         known = ", ".join(filler_types())
-        raise UnknownTypeError(f"Unknown filler type: '{param.type}' (known types: {known})") from None
-    return cls(param)
+        raise UnknownTypeError(f"Unknown filler type: '{type_name}' (known types: {known})") from None
+
+
+def filler_fields() -> dict[str, tuple[str, ...]]:
+    """The fields each filler reads, by type, in the order they were registered (Caffe's order)."""
+    return {name: cls.fields for name, cls in _FILLERS.items()}
+
+
+def filler_problems(param: caffe_pb2.FillerParameter) -> list[str]:
+    """What the filler ``param`` names would refuse whatever the blob: its type, its field values."""
+    if param.type not in _FILLERS:
+        return [f"unknown filler type '{param.type}' (known: {', '.join(_FILLERS)})"]
+    return list(_FILLERS[param.type].static_problems(param))
+
+
+def get_filler(param: caffe_pb2.FillerParameter) -> Filler:
+    """The filler a FillerParameter names (Caffe's GetFiller)."""
+    return filler_class(param.type)(param)
 
 
 def expected_stats(param: caffe_pb2.FillerParameter, shape: Any) -> dict[str, float]:
@@ -81,8 +96,15 @@ def fans(shape: Shape) -> tuple[int, int]:
 
 class Filler:
     type = ""
+    fields: ClassVar[tuple[str, ...]] = ()  # the FillerParameter fields it reads, besides type
     supports_sparse = False  # every filler but gaussian CHECKs sparse == -1
     allows_empty = False  # Caffe CHECKs count > 0 in all but the bilinear filler
+
+    @classmethod
+    def static_problems(cls, param: caffe_pb2.FillerParameter) -> Iterator[str]:
+        """What this filler refuses in ``param`` whatever the shape (Caffe's CHECKs on the fields)."""
+        if not cls.supports_sparse and param.sparse != -1:
+            yield f"sparse: {param.sparse} is only supported by the gaussian filler"
 
     def __init__(self, param: caffe_pb2.FillerParameter) -> None:
         self.param = param
@@ -97,8 +119,8 @@ class Filler:
         return self.draw(shape, np.dtype(dtype), generator or rng.host())
 
     def check(self, shape: Shape) -> None:
-        if not self.supports_sparse and self.param.sparse != -1:
-            raise self.error(shape, f"sparse: {self.param.sparse} is only supported by the gaussian filler")
+        for problem in self.static_problems(self.param):
+            raise self.error(shape, problem)
         if not self.allows_empty and math.prod(shape) == 0:
             raise self.error(shape, "the blob is empty")
 
@@ -119,6 +141,8 @@ class Filler:
 
 @register_filler("constant")
 class ConstantFiller(Filler):
+    fields = ("value",)
+
     def draw(self, shape: Shape, dtype: np.dtype, gen: Generator) -> np.ndarray:
         return np.full(shape, self.param.value, dtype)
 
@@ -130,10 +154,13 @@ class ConstantFiller(Filler):
 class UniformFiller(Filler):
     """x ~ U[min, max], both ends included as in Caffe."""
 
-    def check(self, shape: Shape) -> None:
-        super().check(shape)
-        if not self.param.min <= self.param.max:
-            raise self.error(shape, f"min ({self.param.min}) must not exceed max ({self.param.max})")
+    fields = ("min", "max")
+
+    @classmethod
+    def static_problems(cls, param: caffe_pb2.FillerParameter) -> Iterator[str]:
+        yield from super().static_problems(param)
+        if not param.min <= param.max:
+            yield f"min ({param.min}) must not exceed max ({param.max})"
 
     def draw(self, shape: Shape, dtype: np.dtype, gen: Generator) -> np.ndarray:
         return uniform(gen, shape, dtype, self.param.min, self.param.max)
@@ -147,15 +174,19 @@ class UniformFiller(Filler):
 class GaussianFiller(Filler):
     """x ~ N(mean, std^2); with sparse >= 0 each weight is kept with p = sparse / shape[0]."""
 
+    fields = ("mean", "std", "sparse")
     supports_sparse = True
+
+    @classmethod
+    def static_problems(cls, param: caffe_pb2.FillerParameter) -> Iterator[str]:
+        if not param.std > 0:
+            yield f"std must be positive, got {param.std}"
+        if param.sparse < -1:
+            yield f"sparse must be -1 (off) or >= 0, got {param.sparse}"
 
     def check(self, shape: Shape) -> None:
         super().check(shape)
         sparse = self.param.sparse
-        if not self.param.std > 0:
-            raise self.error(shape, f"std must be positive, got {self.param.std}")
-        if sparse < -1:
-            raise self.error(shape, f"sparse must be -1 (off) or >= 0, got {sparse}")
         if sparse >= 0:
             if not shape:
                 raise self.error(shape, "sparse needs a blob with at least one axis")
@@ -203,6 +234,7 @@ class PositiveUnitballFiller(Filler):
 class FanFiller(Filler):
     """Xavier and MSRA: the spread depends on n = fan_in, fan_out or their mean (variance_norm)."""
 
+    fields = ("variance_norm",)
     gain = 1.0  # variance * n
 
     def n(self, shape: Shape, dtype: np.dtype) -> Any:

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 from engine import backend
 from engine.blob import Blob, shape_string
 from engine.fillers import get_filler
+from engine.layers import facts
 from engine.layers.base import Layer
 
 log = logging.getLogger("engine.net")
@@ -45,6 +46,28 @@ class RecurrentLayer(Layer):
     output_name: ClassVar[str] = ""  # Caffe's name of the output blob inside the unrolled net
     concat_name: ClassVar[str] = ""  # and of the layer that gathers it over the timesteps
     static_layer_name: ClassVar[str] = ""  # and of the layer that transforms x_static
+    # Caffe's names of the parameter blobs, in order, each "weights", "bias" or "static" (a weight
+    # that exists only with an x_static bottom).
+    blob_names: ClassVar[tuple[tuple[str, str], ...]] = ()
+    family = "recurrent"
+    params = ("recurrent_param",)
+
+    @classmethod
+    def bottoms_needed(cls, param: Any) -> int:
+        return 2 + (len(cls.state_names) if param.recurrent_param.expose_hidden else 0)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        """Every weight matrix draws from weight_filler, every bias from bias_filler."""
+        static = len(param.bottom) > cls.bottoms_needed(param)
+        found = []
+        for name, kind in cls.blob_names:
+            if kind == "static" and not static:
+                continue
+            kind = "bias" if kind == "bias" else "weights"
+            path = f"recurrent_param.{'bias' if kind == 'bias' else 'weight'}_filler"
+            found.append(facts.ParamBlob(name, path, facts.constant(), kind=kind))
+        return found
 
     def param_specs(self, input_dim: int, static_dim: int | None) -> list[tuple[str, tuple[int, ...], str]]:
         """(name, shape, 'weight' | 'bias') of every parameter blob, in Caffe's order."""

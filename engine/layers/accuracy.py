@@ -10,7 +10,11 @@ accuracy of shape (C,), 0 for classes with no sample.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from engine.blob import Blob
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
 from engine.layers.softmax_loss import class_geometry, class_indices
@@ -21,6 +25,12 @@ class AccuracyLayer(Layer):
     exact_num_bottom = 2
     min_top = 1
     max_top = 2
+    family = "loss"
+    params = ("accuracy_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return facts.positive("top_k", param.accuracy_param.top_k)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         param = self.param.accuracy_param

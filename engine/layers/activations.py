@@ -24,6 +24,8 @@ def _sigmoid(xp: Any, x: Any, out: Any = None) -> Any:
 class SigmoidLayer(NeuronLayer):
     """y = 1 / (1 + exp(-x)); dE/dx = dE/dy * y * (1 - y), from the top, so in place is fine."""
 
+    params = ("sigmoid_param",)
+
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         _sigmoid(self.xp, bottom[0].data, out=top[0].data)
 
@@ -38,6 +40,8 @@ class SigmoidLayer(NeuronLayer):
 @register_layer("TanH")
 class TanHLayer(NeuronLayer):
     """y = tanh(x); dE/dx = dE/dy * (1 - y^2), from the top, so in place is fine."""
+
+    params = ("tanh_param",)
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.xp.tanh(bottom[0].data, out=top[0].data)
@@ -54,6 +58,8 @@ class SwishLayer(NeuronLayer):
 
     dE/dx = dE/dy * (beta * y + s * (1 - beta * y)); s is kept from forward, so in place is fine.
     """
+
+    params = ("swish_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.beta = self.param.swish_param.beta
@@ -106,6 +112,8 @@ class AbsValLayer(NeuronLayer):
 @register_layer("Threshold")
 class ThresholdLayer(NeuronLayer):
     """y = 1 where x > threshold, else 0. No gradient (Caffe's backward is not implemented)."""
+
+    params = ("threshold_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.threshold = self.param.threshold_param.threshold

@@ -11,9 +11,11 @@ No gradient.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from engine.blob import Blob
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
 
@@ -22,6 +24,12 @@ from engine.layers.registry import register_layer
 class ArgMaxLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "loss"
+    params = ("argmax_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return facts.positive("top_k", param.argmax_param.top_k)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.argmax_param

@@ -9,6 +9,7 @@ shared parameters add up their gradients. Tops are written in place. Arrays come
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -16,7 +17,10 @@ import numpy as np
 
 from engine.blob import Blob, shape_string
 from engine.errors import BackwardNotImplementedError, LayerSetupError
+from engine.layers.facts import ParamBlob
 from proto import caffe_pb2
+
+Shape = tuple[int, ...]
 
 
 class Layer:
@@ -31,6 +35,29 @@ class Layer:
     equal_num_bottom_top: ClassVar[bool] = False
     # When True the net creates anonymous tops up to the required count (Caffe's AutoTopBlobs).
     auto_top_blobs: ClassVar[bool] = False
+    # What the type is, for whoever describes it without setting it up (see engine/layers/facts.py).
+    family: ClassVar[str] = ""  # one of facts.FAMILIES
+    params: ClassVar[tuple[str, ...]] = ()  # the ``*_param`` messages it reads, most specific first
+
+    @classmethod
+    def learnable_blobs(cls, param: caffe_pb2.LayerParameter) -> list[ParamBlob] | None:
+        """The blobs a layer of this type described by ``param`` learns (None: only its code knows)."""
+        return []
+
+    @classmethod
+    def static_problems(cls, param: caffe_pb2.LayerParameter) -> Iterator[str]:
+        """What set-up would refuse in ``param`` that needs no blob shapes (num_output > 0, ...)."""
+        return iter(())
+
+    @classmethod
+    def bottoms_needed(cls, param: caffe_pb2.LayerParameter) -> int:
+        """The fewest bottoms a layer of this type can be set up with."""
+        return max(cls.exact_num_bottom, cls.min_bottom, 0)
+
+    def param_shapes(self, bottom: list[Blob]) -> list[Shape] | None:
+        """The shapes set-up would give ``self.blobs`` for ``bottom``, without filling them;
+        None where only setting up tells (declared by layers whose weights are big)."""
+        return None
 
     def __init__(self, param: caffe_pb2.LayerParameter, xp: ModuleType = np, dtype: Any = np.float32):
         self.param = param
@@ -143,6 +170,7 @@ class NeuronLayer(Layer):
 
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "neuron"
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         top[0].reshape(bottom[0].shape)
@@ -157,6 +185,7 @@ class LossLayer(Layer):
     exact_num_bottom = 2
     exact_num_top = 1
     auto_top_blobs = True
+    family = "loss"
 
     def setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         if not self.param.loss_weight:

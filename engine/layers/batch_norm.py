@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.blob import Blob, shape_string
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
 from proto import caffe_pb2
@@ -26,6 +27,17 @@ class BatchNormLayer(Layer):
 
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "normalisation"
+    params = ("batch_norm_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        note = "a running statistic: starts at 0 and is accumulated, not learned"
+        return [
+            facts.ParamBlob("mean", None, note=note),
+            facts.ParamBlob("variance", None, note=note),
+            facts.ParamBlob("scale factor", None, note="the moving-average normaliser: starts at 0"),
+        ]
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.batch_norm_param

@@ -19,6 +19,7 @@ from engine.layers.registry import register_layer
 class BatchReindexLayer(Layer):
     exact_num_bottom = 2
     exact_num_top = 1
+    family = "structure"
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         if bottom[1].num_axes != 1:

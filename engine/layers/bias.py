@@ -6,8 +6,11 @@ The geometry helpers here serve Scale too: the operand's axes line up with the i
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.blob import Blob, shape_string
 from engine.fillers import get_filler
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
 
@@ -61,6 +64,14 @@ class BiasLayer(Layer):
     min_bottom = 1
     max_bottom = 2
     exact_num_top = 1
+    family = "normalisation"
+    params = ("bias_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        if len(param.bottom) >= 2:  # a second bottom supplies the bias
+            return []
+        return [facts.ParamBlob("bias", "bias_param.filler", facts.constant())]
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.bias_param

@@ -24,6 +24,8 @@ def along(axis: int, start: int, stop: int) -> tuple[Any, ...]:
 class ConcatLayer(Layer):
     min_bottom = 1
     exact_num_top = 1
+    family = "structure"
+    params = ("concat_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.concat_param

@@ -18,6 +18,7 @@ from engine.layers.registry import register_layer
 @register_layer("ContrastiveLoss")
 class ContrastiveLossLayer(LossLayer):
     exact_num_bottom = 3
+    params = ("contrastive_loss_param", "loss_param")
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         param = self.param.contrastive_loss_param

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 from engine import backend, kernels, parallel
 from engine.blob import Blob, as_shape, shape_string
 from engine.fillers import get_filler
-from engine.layers.base import Layer
+from engine.layers import facts
+from engine.layers.base import Layer, Shape
 from engine.layers.im2col import (
     batch_first,
     col2im,
@@ -128,11 +129,50 @@ def far_padding(
     return tuple(far)
 
 
+def convolution_problems(param: Any, num_output: bool = True) -> Iterator[str]:
+    """What set-up refuses in a convolution_param without seeing a blob (Im2col has no num_output)."""
+    p = param.convolution_param
+    if num_output:
+        yield from facts.positive("num_output", p.num_output)
+    yield from facts.positive("kernel_size", list(p.kernel_size))
+    yield from facts.positive("stride", list(p.stride))
+    yield from facts.positive("dilation", list(p.dilation))
+    for name in ("kernel_h", "kernel_w", "stride_h", "stride_w"):
+        if p.HasField(name):
+            yield from facts.positive(name, getattr(p, name))
+    if p.group <= 0:
+        yield f"group must be positive (got {p.group})"
+    elif num_output and p.num_output % p.group:
+        yield f"num_output {p.num_output} must be a multiple of group {p.group}"
+    if p.kernel_size and (p.HasField("kernel_h") or p.HasField("kernel_w")):
+        yield "give kernel_size or kernel_h and kernel_w, not both"
+
+
 class BaseConvolutionLayer(Layer):
     min_bottom = 1
     min_top = 1
     equal_num_bottom_top = True
     reverse_dimensions: ClassVar[bool] = False  # True for Deconvolution
+    family = "vision"
+    params = ("convolution_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        return facts.weights_and_bias("convolution_param", param.convolution_param.bias_term)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return convolution_problems(param)
+
+    def param_shapes(self, bottom: list[Blob]) -> list[Shape] | None:
+        p = self.param.convolution_param
+        axis = bottom[0].canonical_axis_index(p.axis)
+        kernel = spatial_geometry(self, bottom[0].num_axes - axis - 1)[0]
+        channels = bottom[0].shape[axis]
+        out, inp = (channels, p.num_output) if self.reverse_dimensions else (p.num_output, channels)
+        if p.group <= 0 or inp % p.group:
+            return None
+        return [(out, inp // p.group, *kernel)] + [(p.num_output,)] * p.bias_term
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.convolution_param
@@ -152,10 +192,8 @@ class BaseConvolutionLayer(Layer):
             raise self.error(f"the {self.channels} input channels are not a multiple of group {self.group}")
         if self.num_output % self.group:
             raise self.error(f"num_output {self.num_output} should be a multiple of group {self.group}")
-        conv_out, conv_in = (
-            (self.channels, self.num_output) if self.reverse_dimensions else (self.num_output, self.channels)
-        )
-        shapes = [(conv_out, conv_in // self.group, *self.kernel)] + [(self.num_output,)] * self.bias_term
+        shapes = self.param_shapes(bottom)
+        assert shapes is not None  # the group checks above
         if self.blobs:
             if len(self.blobs) != len(shapes):
                 raise self.error(

@@ -17,6 +17,8 @@ from engine.layers.registry import register_layer
 class CropLayer(Layer):
     exact_num_bottom = 2
     exact_num_top = 1
+    family = "structure"
+    params = ("crop_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.crop_param

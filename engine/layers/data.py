@@ -11,6 +11,9 @@ Caffe ignores them outside V1 nets (whose upgrade moves them into transform_para
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 from engine.blob import Blob
@@ -18,12 +21,20 @@ from engine.data.datum import datum_to_array, parse_datum
 from engine.data.lmdb_source import LMDBSource, open_database
 from engine.data.paths import resolve
 from engine.data.transformer import DataTransformer
+from engine.layers import facts
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, batch_rng, log
 from engine.layers.registry import register_layer
 
 
 @register_layer("Data")
 class DataLayer(BasePrefetchingDataLayer):
+    family = "data"
+    params = ("data_param", "transform_param")
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return facts.positive("batch_size", param.data_param.batch_size)
+
     def data_layer_setup(self, top: list[Blob]) -> BatchMaker:
         p = self.param.data_param
         if p.batch_size <= 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from engine import rng
@@ -19,6 +20,14 @@ class DropoutLayer(NeuronLayer):
     units are scaled while training, so the TEST net needs no rescaling (Caffe's only mode).
     In place allowed.
     """
+
+    params = ("dropout_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        ratio = param.dropout_param.dropout_ratio
+        if not 0 <= ratio < 1:
+            yield f"dropout_ratio must be in [0, 1) (got {ratio:g})"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.ratio = self.param.dropout_param.dropout_ratio

@@ -31,6 +31,8 @@ class PowerLayer(InputKeepingNeuronLayer):
     product is 0; 2 * scale * (shift + scale * x) when power is 2; power * y / x when shift is 0.
     """
 
+    params = ("power_param",)
+
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.power_param
         self.power, self.scale, self.shift = p.power, p.scale, p.shift
@@ -82,6 +84,8 @@ class ExpLayer(NeuronLayer):
     """y = base ^ (shift + scale * x) (base -1: e), i.e. outer * exp(inner * x) with
     inner = ln(base) * scale and outer = base ^ shift. dE/dx = dE/dy * inner * y (from the top)."""
 
+    params = ("exp_param",)
+
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.exp_param
         log_base = _log_base(self, p.base)
@@ -108,6 +112,8 @@ class LogLayer(InputKeepingNeuronLayer):
 
     dE/dx = dE/dy * scale / (ln(base) * (shift + scale * x)).
     """
+
+    params = ("log_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.log_param

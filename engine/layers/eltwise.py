@@ -22,6 +22,8 @@ Op = caffe_pb2.EltwiseParameter
 class EltwiseLayer(Layer):
     min_bottom = 2
     exact_num_top = 1
+    family = "structure"
+    params = ("eltwise_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.eltwise_param

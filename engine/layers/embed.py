@@ -14,7 +14,8 @@ from typing import Any
 from engine.backend import scatter_add
 from engine.blob import Blob, shape_string
 from engine.fillers import get_filler
-from engine.layers.base import Layer
+from engine.layers import facts
+from engine.layers.base import Layer, Shape
 from engine.layers.registry import register_layer
 
 
@@ -22,6 +23,21 @@ from engine.layers.registry import register_layer
 class EmbedLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "vision"
+    params = ("embed_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        return facts.weights_and_bias("embed_param", param.embed_param.bias_term)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Any:
+        yield from facts.positive("num_output", param.embed_param.num_output)
+        yield from facts.positive("input_dim", param.embed_param.input_dim)
+
+    def param_shapes(self, bottom: list[Blob]) -> list[Shape]:
+        p = self.param.embed_param
+        return [(p.input_dim, p.num_output)] + [(p.num_output,)] * p.bias_term
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.embed_param
@@ -30,7 +46,7 @@ class EmbedLayer(Layer):
             raise self.error("num_output must be positive")
         if self.input_dim <= 0:
             raise self.error("input_dim must be positive")
-        shapes = [(self.input_dim, self.num_output)] + ([(self.num_output,)] if self.bias_term else [])
+        shapes = self.param_shapes(bottom)
         if not self.blobs:
             fillers = (p.weight_filler, p.bias_filler)
             self.blobs = [self.new_blob(shape) for shape in shapes]

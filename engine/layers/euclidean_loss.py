@@ -15,6 +15,8 @@ from engine.layers.registry import register_layer
 
 @register_layer("EuclideanLoss")
 class EuclideanLossLayer(LossLayer):
+    params = ("loss_param",)
+
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)
         if bottom[0].count(1) != bottom[1].count(1):

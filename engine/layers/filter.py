@@ -23,6 +23,7 @@ from engine.layers.registry import register_layer
 class FilterLayer(Layer):
     min_bottom = 2
     min_top = 1
+    family = "structure"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         if len(top) != len(bottom) - 1:

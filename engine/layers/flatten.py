@@ -16,6 +16,8 @@ from engine.layers.registry import register_layer
 class FlattenLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "structure"
+    params = ("flatten_param",)
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         src = bottom[0]

@@ -10,11 +10,15 @@ error, as in Caffe. No gradient.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 from engine.blob import Blob
 from engine.data.hdf5_source import HDF5Files, read_file_list
 from engine.data.paths import resolve
+from engine.layers import facts
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, log
 from engine.layers.registry import register_layer
 
@@ -22,6 +26,12 @@ from engine.layers.registry import register_layer
 @register_layer("HDF5Data")
 class HDF5DataLayer(BasePrefetchingDataLayer):
     max_top = -1
+    family = "data"
+    params = ("hdf5_data_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return facts.positive("batch_size", param.hdf5_data_param.batch_size)
 
     def data_layer_setup(self, top: list[Blob]) -> BatchMaker:
         if self.param.HasField("transform_param"):

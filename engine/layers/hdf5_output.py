@@ -29,6 +29,8 @@ DATASETS = ("data", "label")
 class HDF5OutputLayer(Layer):
     exact_num_bottom = 2
     exact_num_top = 0
+    family = "loss"
+    params = ("hdf5_output_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.file_name = self.param.hdf5_output_param.file_name

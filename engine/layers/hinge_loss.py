@@ -20,6 +20,8 @@ L1 = caffe_pb2.HingeLossParameter.L1
 
 @register_layer("HingeLoss")
 class HingeLossLayer(LossLayer):
+    params = ("hinge_loss_param", "loss_param")
+
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.norm = self.param.hinge_loss_param.norm
 

@@ -10,10 +10,12 @@ Gradient: col2im, each column entry added back to the pixel it was copied from.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import Any
 
 from engine.blob import Blob, shape_string
 from engine.layers.base import Layer
-from engine.layers.conv import check_workspace, far_padding, spatial_geometry
+from engine.layers.conv import check_workspace, convolution_problems, far_padding, spatial_geometry
 from engine.layers.im2col import batch_first, col2im, conv_output_shape, im2col, padded_shape
 from engine.layers.registry import register_layer
 
@@ -22,6 +24,12 @@ from engine.layers.registry import register_layer
 class Im2colLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "vision"
+    params = ("convolution_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return convolution_problems(param, num_output=False)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         try:

@@ -10,6 +10,9 @@ the end, or reshuffled every epoch with ``shuffle``; ``rand_skip`` skips a rando
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 from engine import rng
@@ -17,6 +20,7 @@ from engine.blob import Blob
 from engine.data.image_list import ImageList, read_list
 from engine.data.paths import resolve
 from engine.data.transformer import DataTransformer
+from engine.layers import facts
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, batch_rng, log
 from engine.layers.registry import register_layer
 
@@ -24,6 +28,12 @@ from engine.layers.registry import register_layer
 @register_layer("ImageData")
 class ImageDataLayer(BasePrefetchingDataLayer):
     exact_num_top = 2
+    family = "data"
+    params = ("image_data_param", "transform_param")
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return facts.positive("batch_size", param.image_data_param.batch_size)
 
     def data_layer_setup(self, top: list[Blob]) -> BatchMaker:
         p = self.param.image_data_param

@@ -34,6 +34,7 @@ class InfogainLossLayer(LossLayer):
     exact_num_top = -1
     min_top = 1
     max_top = 2
+    params = ("infogain_loss_param", "loss_param")
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         loss_param = self.param.loss_param

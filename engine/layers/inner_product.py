@@ -14,7 +14,8 @@ from typing import Any
 from engine import backend, parallel
 from engine.blob import Blob, shape_string
 from engine.fillers import get_filler
-from engine.layers.base import Layer
+from engine.layers import facts
+from engine.layers.base import Layer, Shape
 from engine.layers.registry import register_layer
 
 
@@ -22,6 +23,21 @@ from engine.layers.registry import register_layer
 class InnerProductLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "vision"
+    params = ("inner_product_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        return facts.weights_and_bias("inner_product_param", param.inner_product_param.bias_term)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Any:
+        return facts.positive("num_output", param.inner_product_param.num_output)
+
+    def param_shapes(self, bottom: list[Blob]) -> list[Shape]:
+        p = self.param.inner_product_param
+        k = bottom[0].count(bottom[0].canonical_axis_index(p.axis))
+        return [(k, p.num_output) if p.transpose else (p.num_output, k)] + [(p.num_output,)] * p.bias_term
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.inner_product_param
@@ -33,9 +49,7 @@ class InnerProductLayer(Layer):
             self.axis = bottom[0].canonical_axis_index(p.axis)
         except ValueError as exc:
             raise self.error(str(exc)) from None
-        k = bottom[0].count(self.axis)
-        weight = (k, self.num_output) if self.transpose else (self.num_output, k)
-        shapes = [weight] + [(self.num_output,)] * self.bias_term
+        shapes = self.param_shapes(bottom)
         if self.blobs:
             if len(self.blobs) != len(shapes):
                 raise self.error(

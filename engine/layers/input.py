@@ -24,6 +24,8 @@ from proto import caffe_pb2
 class InputLayer(Layer):
     exact_num_bottom = 0
     min_top = 1
+    family = "data"
+    params = ("input_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         shapes = self.param.input_param.shape
@@ -47,6 +49,8 @@ class InputLayer(Layer):
 class DummyDataLayer(Layer):
     exact_num_bottom = 0
     min_top = 1
+    family = "data"
+    params = ("dummy_data_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.dummy_data_param

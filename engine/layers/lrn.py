@@ -13,6 +13,7 @@ size is n (across) or n^2 (within) and window_sum is the same zero-padded window
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from engine.blob import Blob, shape_string
@@ -25,6 +26,13 @@ from proto import caffe_pb2
 class LRNLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "normalisation"
+    params = ("lrn_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        if param.lrn_param.local_size % 2 == 0:
+            yield f"local_size must be a positive odd number (got {param.lrn_param.local_size})"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.lrn_param

@@ -25,6 +25,7 @@ class LSTMLayer(RecurrentLayer):
     output_name = "h"
     concat_name = "h_concat"
     static_layer_name = "W_xc_x_static"
+    blob_names = (("W_xc", "weights"), ("b_c", "bias"), ("W_xc_static", "static"), ("W_hc", "weights"))
 
     def param_specs(self, input_dim: int, static_dim: int | None) -> list[tuple[str, tuple[int, ...], str]]:
         gates = 4 * self.hidden

@@ -73,6 +73,7 @@ def unit_backward(xp: ModuleType, state: UnitState, dc: Any, dh: Any, gates_diff
 class LSTMUnitLayer(Layer):
     exact_num_bottom = 3
     exact_num_top = 2
+    family = "recurrent"
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         n = bottom[0].shape[1] if bottom[0].num_axes > 1 else -1

@@ -12,11 +12,13 @@ gradient.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from engine.blob import Blob
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
 
@@ -27,6 +29,12 @@ log = logging.getLogger("engine.data")
 class MemoryDataLayer(Layer):
     exact_num_bottom = 0
     exact_num_top = 2
+    family = "data"
+    params = ("memory_data_param", "transform_param")
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return facts.positive("batch_size", param.memory_data_param.batch_size)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.memory_data_param

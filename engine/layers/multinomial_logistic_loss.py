@@ -18,6 +18,8 @@ LOG_THRESHOLD = 1e-20
 
 @register_layer("MultinomialLogisticLoss")
 class MultinomialLogisticLossLayer(LossLayer):
+    params = ("loss_param",)
+
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         super().reshape(bottom, top)
         self.num, self.dim = per_sample(self, bottom)

@@ -21,6 +21,8 @@ class MVNLayer(Layer):
 
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "normalisation"
+    params = ("mvn_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.mvn_param

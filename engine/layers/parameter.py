@@ -7,7 +7,10 @@ the top lands in the parameter's diff.
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.blob import Blob, as_shape, shape_string
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
 
@@ -16,6 +19,12 @@ from engine.layers.registry import register_layer
 class ParameterLayer(Layer):
     exact_num_bottom = 0
     exact_num_top = 1
+    family = "structure"
+    params = ("parameter_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        return [facts.ParamBlob("value", None, note="starts at 0 (Parameter has no filler)")]
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         shape = as_shape(self.param.parameter_param.shape)

@@ -21,12 +21,14 @@ CPU, for tiling windows and one top, two small tournaments without patch or inde
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from engine import backend, kernels, parallel, rng
 from engine.blob import Blob, shape_string
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.conv import check_workspace
 from engine.layers.im2col import kernel_offsets, window_slices
@@ -43,6 +45,20 @@ class PoolingLayer(Layer):
     exact_num_bottom = 1
     min_top = 1
     max_top = 2
+    family = "pooling"
+    params = ("pooling_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        p = param.pooling_param
+        if p.HasField("kernel_size"):
+            yield from facts.positive("kernel_size", p.kernel_size)
+        if p.HasField("stride"):
+            yield from facts.positive("stride", p.stride)
+        if p.HasField("kernel_size") and p.pad >= p.kernel_size > 0:
+            yield f"pad {p.pad} must be smaller than kernel_size {p.kernel_size}"
+        if p.global_pooling and (p.HasField("kernel_size") or p.HasField("kernel_h")):
+            yield "global_pooling takes no kernel size"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.pooling_param

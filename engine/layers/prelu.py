@@ -6,6 +6,7 @@ from typing import Any
 
 from engine.blob import Blob
 from engine.fillers import get_filler
+from engine.layers import facts
 from engine.layers._neuron import InputKeepingNeuronLayer, step
 from engine.layers.registry import register_layer
 from proto import caffe_pb2
@@ -20,6 +21,12 @@ class PReLULayer(InputKeepingNeuronLayer):
     dE/da_c = sum over the other axes of dE/dy * x where x <= 0 (summed over channels too if shared).
     In place allowed: the input is kept for backward, as Caffe does.
     """
+
+    params = ("prelu_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        return [facts.ParamBlob("slopes", "prelu_param.filler", facts.constant(0.25))]
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self._check_axes(bottom)

@@ -75,6 +75,13 @@ def _describe(exc: BaseException) -> str:
 
 @register_layer("Python")
 class PythonLayer(Layer):
+    family = "python"
+    params = ("python_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> None:
+        return None  # the user's setup adds them
+
     def __init__(
         self,
         param: caffe_pb2.LayerParameter,

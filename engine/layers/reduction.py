@@ -19,6 +19,8 @@ Op = caffe_pb2.ReductionParameter
 class ReductionLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "structure"
+    params = ("reduction_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.op = self.param.reduction_param.operation

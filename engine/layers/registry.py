@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import UnknownTypeError
+from engine.layers.facts import FAMILIES
 
 if TYPE_CHECKING:
     from engine.layers.base import Layer
@@ -17,6 +18,8 @@ def register_layer(type_name: str) -> Callable[[type[Layer]], type[Layer]]:
     def decorate(cls: type[Layer]) -> type[Layer]:
         if type_name in _LAYERS and _LAYERS[type_name] is not cls:
             raise ValueError(f"layer type '{type_name}' registered twice")
+        if cls.family and cls.family not in FAMILIES:
+            raise ValueError(f"layer type '{type_name}': unknown family '{cls.family}' (known: {FAMILIES})")
         cls.type = type_name
         _LAYERS[type_name] = cls
         return cls

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from engine.blob import Blob
 from engine.layers._neuron import InputKeepingNeuronLayer, step
 from engine.layers.base import NeuronLayer
@@ -15,6 +18,8 @@ class ReLULayer(NeuronLayer):
     dE/dx = dE/dy where x > 0, negative_slope * dE/dy elsewhere (Caffe takes the slope at x = 0).
     In place, the sign of y stands for the sign of x (true for negative_slope >= 0, as in Caffe).
     """
+
+    params = ("relu_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.negative_slope = self.param.relu_param.negative_slope
@@ -42,6 +47,8 @@ class ELULayer(NeuronLayer):
     dE/dx = dE/dy for x > 0, dE/dy * (y + alpha) otherwise (the derivative read off the top).
     """
 
+    params = ("elu_param",)
+
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.alpha = self.param.elu_param.alpha
 
@@ -64,6 +71,14 @@ class ClipLayer(InputKeepingNeuronLayer):
 
     dE/dx = dE/dy where min <= x <= max (both ends included, as Caffe), 0 elsewhere.
     """
+
+    params = ("clip_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        p = param.clip_param
+        if param.HasField("clip_param") and p.min > p.max:
+            yield f"clip min {p.min:g} is above max {p.max:g}"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.clip_param

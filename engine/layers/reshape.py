@@ -10,6 +10,8 @@ backward move nothing: dE/dx is dE/dy read in the bottom's shape.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import Any
 
 from engine.blob import Blob, shape_string
 from engine.layers.base import Layer
@@ -20,6 +22,16 @@ from engine.layers.registry import register_layer
 class ReshapeLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "structure"
+    params = ("reshape_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        dims = list(param.reshape_param.shape.dim)
+        if any(d < -1 for d in dims):
+            yield f"shape {dims} may hold only dims >= 0 and a single -1"
+        if dims.count(-1) > 1:
+            yield f"shape {dims} has several -1 dims; at most one can be inferred"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         if top[0] is bottom[0]:

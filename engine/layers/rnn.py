@@ -24,6 +24,14 @@ class RNNLayer(RecurrentLayer):
     output_name = "o"
     concat_name = "o_concat"
     static_layer_name = "W_xh_x_static"
+    blob_names = (
+        ("W_xh", "weights"),
+        ("b_h", "bias"),
+        ("W_xh_static", "static"),
+        ("W_hh", "weights"),
+        ("W_ho", "weights"),
+        ("b_o", "bias"),
+    )
 
     def param_specs(self, input_dim: int, static_dim: int | None) -> list[tuple[str, tuple[int, ...], str]]:
         hidden = self.hidden

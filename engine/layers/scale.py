@@ -7,6 +7,7 @@ from typing import Any
 
 from engine.blob import Blob
 from engine.fillers import get_filler
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.bias import BiasLayer, broadcast_dims, learned_shape
 from engine.layers.registry import register_layer
@@ -27,6 +28,17 @@ class ScaleLayer(Layer):
     max_bottom = 2
     exact_num_top = 1
     bias_layer: BiasLayer | None = None  # the bias_term's helper layer, sharing the last blob
+    family = "normalisation"
+    params = ("scale_param",)
+
+    @classmethod
+    def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:
+        found = []
+        if len(param.bottom) < 2:  # a second bottom supplies the factors: nothing learned
+            found.append(facts.ParamBlob("scale", "scale_param.filler", facts.constant(1)))
+        if param.scale_param.bias_term:
+            found.append(facts.ParamBlob("bias", "scale_param.bias_filler", facts.constant()))
+        return found
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.scale_param

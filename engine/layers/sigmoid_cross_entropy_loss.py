@@ -17,6 +17,8 @@ from engine.layers.softmax_loss import Mode, get_normalizer, normalization_mode
 
 @register_layer("SigmoidCrossEntropyLoss")
 class SigmoidCrossEntropyLossLayer(LossLayer):
+    params = ("loss_param",)
+
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         loss_param = self.param.loss_param
         self.ignore_label = loss_param.ignore_label if loss_param.HasField("ignore_label") else None

@@ -14,6 +14,7 @@ from engine.layers.registry import register_layer
 class SilenceLayer(Layer):
     min_bottom = 1
     exact_num_top = 0
+    family = "structure"
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         """Nothing to shape."""

@@ -19,6 +19,8 @@ from engine.layers.registry import register_layer
 class SliceLayer(Layer):
     exact_num_bottom = 1
     min_top = 1
+    family = "structure"
+    params = ("slice_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.slice_param

@@ -16,6 +16,8 @@ from engine.layers.registry import register_layer
 class SoftmaxLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "loss"
+    params = ("softmax_param",)
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         try:

@@ -104,6 +104,7 @@ class SoftmaxWithLossLayer(LossLayer):
     exact_num_top = -1
     min_top = 1
     max_top = 2
+    params = ("softmax_param", "loss_param")
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         loss_param = self.param.loss_param

@@ -15,6 +15,7 @@ from engine.layers.registry import register_layer
 class SplitLayer(Layer):
     exact_num_bottom = 1
     min_top = 1
+    family = "structure"
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         for i, blob in enumerate(top):

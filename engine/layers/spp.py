@@ -22,6 +22,8 @@ from proto import caffe_pb2
 class SPPLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "pooling"
+    params = ("spp_param",)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.height = self.param.spp_param.pyramid_height

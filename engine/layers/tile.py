@@ -7,7 +7,11 @@ Gradient: dE/dx = the sum of dE/dy over the copies.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from engine.blob import Blob
+from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
 
@@ -16,6 +20,12 @@ from engine.layers.registry import register_layer
 class TileLayer(Layer):
     exact_num_bottom = 1
     exact_num_top = 1
+    family = "structure"
+    params = ("tile_param",)
+
+    @classmethod
+    def static_problems(cls, param: Any) -> Iterator[str]:
+        return facts.positive("tiles", param.tile_param.tiles)
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.tile_param

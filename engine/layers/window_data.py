@@ -33,6 +33,8 @@ from engine.layers.registry import register_layer
 @register_layer("WindowData")
 class WindowDataLayer(BasePrefetchingDataLayer):
     exact_num_top = 2
+    family = "data"
+    params = ("window_data_param", "transform_param")
 
     def data_layer_setup(self, top: list[Blob]) -> BatchMaker:
         p = self.param.window_data_param

@@ -17,7 +17,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -46,6 +46,7 @@ def _read_net(path: str) -> caffe_pb2.NetParameter:
 class Solver:
     type: ClassVar[str] = ""
     history_per_param: ClassVar[int] = 1
+    fields: ClassVar[tuple[str, ...]] = ()  # the SolverParameter fields its update rule reads
 
     def __init__(
         self,
@@ -89,8 +90,14 @@ class Solver:
         self.workspace = backend.Workspace()
         self.graph_step = GraphStep(self.net)  # forward + backward as one CUDA graph where it can
 
+    @classmethod
+    def param_problems(cls, param: caffe_pb2.SolverParameter) -> Iterator[str]:
+        """Settings the update rule cannot use (Caffe's constructor sanity checks), in Caffe's words."""
+        return iter(())
+
     def check_param(self) -> None:
-        """Refuse settings the update rule cannot use (Caffe's constructor sanity checks)."""
+        for problem in self.param_problems(self.param):
+            raise EngineError(problem)
 
     def emit(self, kind: str, **payload: Any) -> None:
         for listener in self.listeners:

@@ -16,7 +16,17 @@ import numpy as np
 from engine.errors import EngineError
 from proto import caffe_pb2
 
-POLICIES = ("fixed", "step", "exp", "inv", "multistep", "poly", "sigmoid")
+# Each policy, with the SolverParameter fields it reads besides base_lr.
+POLICY_FIELDS: dict[str, tuple[str, ...]] = {
+    "fixed": (),
+    "step": ("gamma", "stepsize"),
+    "exp": ("gamma",),
+    "inv": ("gamma", "power"),
+    "multistep": ("gamma", "stepvalue"),
+    "poly": ("power", "max_iter"),
+    "sigmoid": ("gamma", "stepsize"),
+}
+POLICIES = tuple(POLICY_FIELDS)
 
 
 def learning_rate(

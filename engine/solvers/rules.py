@@ -7,11 +7,12 @@ blobs, and leaves in ``diff`` what Net.update() subtracts from the data.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 from engine import kernels
-from engine.errors import EngineError
 from engine.solvers.base import Solver
 from engine.solvers.registry import register_solver
+from proto import caffe_pb2
 
 UPDATE_BLOCK = 1 << 16  # values per block of the CPU update: its four float32 blocks (1 MiB) stay in L2
 
@@ -19,6 +20,8 @@ UPDATE_BLOCK = 1 << 16  # values per block of the CPU update: its four float32 b
 @register_solver("SGD")
 class SGDSolver(Solver):
     """v = momentum * v + lr * g; step = v."""
+
+    fields = ("momentum",)
 
     def compute_update_value(self, param_id: int, rate: float) -> None:
         diff = self.net.learnable_params[param_id].diff
@@ -64,6 +67,8 @@ class SGDSolver(Solver):
 class NesterovSolver(Solver):
     """v' = momentum * v + lr * g; step = (1 + momentum) * v' - momentum * v."""
 
+    fields = ("momentum",)
+
     def compute_update_value(self, param_id: int, rate: float) -> None:
         diff = self.net.learnable_params[param_id].diff
         history = self.history_of(param_id)
@@ -78,9 +83,12 @@ class NesterovSolver(Solver):
 class AdaGradSolver(Solver):
     """h += g^2; step = lr * g / (sqrt(h) + delta)."""
 
-    def check_param(self) -> None:
-        if self.param.momentum != 0:
-            raise EngineError("Momentum cannot be used with AdaGrad.")
+    fields = ("delta",)
+
+    @classmethod
+    def param_problems(cls, param: caffe_pb2.SolverParameter) -> Iterator[str]:
+        if param.momentum != 0:
+            yield "Momentum cannot be used with AdaGrad."
 
     def compute_update_value(self, param_id: int, rate: float) -> None:
         diff = self.net.learnable_params[param_id].diff
@@ -94,11 +102,14 @@ class AdaGradSolver(Solver):
 class RMSPropSolver(Solver):
     """h = decay * h + (1 - decay) g^2; step = lr * g / (sqrt(h) + delta)."""
 
-    def check_param(self) -> None:
-        if self.param.momentum != 0:
-            raise EngineError("Momentum cannot be used with RMSProp.")
-        if not 0 <= self.param.rms_decay < 1:
-            raise EngineError(f"rms_decay should lie between 0 and 1 (got {self.param.rms_decay:g}).")
+    fields = ("rms_decay", "delta")
+
+    @classmethod
+    def param_problems(cls, param: caffe_pb2.SolverParameter) -> Iterator[str]:
+        if param.momentum != 0:
+            yield "Momentum cannot be used with RMSProp."
+        if not 0 <= param.rms_decay < 1:
+            yield f"rms_decay should lie between 0 and 1 (got {param.rms_decay:g})."
 
     def compute_update_value(self, param_id: int, rate: float) -> None:
         diff = self.net.learnable_params[param_id].diff
@@ -117,6 +128,7 @@ class AdaDeltaSolver(Solver):
     Caffe squares the update before scaling it by the learning rate, and so do we.
     """
 
+    fields = ("momentum", "delta")
     history_per_param = 2
 
     def compute_update_value(self, param_id: int, rate: float) -> None:
@@ -136,6 +148,7 @@ class AdaDeltaSolver(Solver):
 class AdamSolver(Solver):
     """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; step = lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps)."""
 
+    fields = ("momentum", "momentum2", "delta")
     history_per_param = 2
 
     def compute_update_value(self, param_id: int, rate: float) -> None:
