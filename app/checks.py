@@ -1,10 +1,12 @@
 """Cheap checks that refuse a bad edit before it reaches the document.
 
 Qt-free. These are the checks the engine makes when it sets a layer up that need no blob
-shapes (num_output > 0, an odd LRN size, a dropout ratio below 1, ...), plus what keeps the
-document readable: required fields set, finite numbers, and a layer that reads back from its
-own prototxt. An edit is refused only for a problem it *introduces*, so a net opened with a
-problem elsewhere in a layer can still be edited and repaired field by field.
+shapes (num_output > 0, an odd LRN size, a dropout ratio below 1, a filler's std above 0, ...),
+declared by each registered class (``Layer.static_problems``, ``Filler.static_problems``,
+``Solver.param_problems``), plus what keeps the document readable: required fields set, finite
+numbers, and a layer that reads back from its own prototxt. An edit is refused only for a problem
+it *introduces*, so a net opened with a problem elsewhere in a layer can still be edited and
+repaired field by field.
 """
 
 from __future__ import annotations
@@ -15,106 +17,15 @@ from collections.abc import Callable, Iterator
 from google.protobuf import text_format
 from google.protobuf.message import Message
 
-from engine.solvers import solver_types
+from app.fields import get_field
+from engine.fillers import filler_problems
+from engine.layers import Layer as EngineLayer
+from engine.layers import find_layer_class
+from engine.solvers import solver_class, solver_types
 from engine.solvers.lr_policy import POLICIES
 from proto import caffe10, caffe_pb2
 
 Layer = caffe_pb2.LayerParameter
-Rule = Callable[[Layer], Iterator[str]]
-
-# Learnable blobs per type, for "too many param { } blocks" (Caffe's "Too many params specified").
-_PARAM_BLOBS = {
-    "Convolution": lambda l: 1 + l.convolution_param.bias_term,
-    "Deconvolution": lambda l: 1 + l.convolution_param.bias_term,
-    "InnerProduct": lambda l: 1 + l.inner_product_param.bias_term,
-    "Embed": lambda l: 1 + l.embed_param.bias_term,
-    "Scale": lambda l: 1 + l.scale_param.bias_term,
-    "Bias": lambda l: 1,
-    "PReLU": lambda l: 1,
-    "Parameter": lambda l: 1,
-    "BatchNorm": lambda l: 3,
-}
-
-
-def _positive(path: str, values) -> Iterator[str]:
-    for value in values if isinstance(values, (list, tuple)) else [values]:
-        if value <= 0:
-            yield f"{path} must be positive (got {value})"
-
-
-def _conv(l: Layer) -> Iterator[str]:
-    p = l.convolution_param
-    if l.type != "Im2col":
-        yield from _positive("num_output", p.num_output)
-    yield from _positive("kernel_size", list(p.kernel_size))
-    yield from _positive("stride", list(p.stride))
-    yield from _positive("dilation", list(p.dilation))
-    for name in ("kernel_h", "kernel_w", "stride_h", "stride_w"):
-        if p.HasField(name):
-            yield from _positive(name, getattr(p, name))
-    if p.group <= 0:
-        yield f"group must be positive (got {p.group})"
-    elif l.type != "Im2col" and p.num_output % p.group:
-        yield f"num_output {p.num_output} must be a multiple of group {p.group}"
-    if p.kernel_size and (p.HasField("kernel_h") or p.HasField("kernel_w")):
-        yield "give kernel_size or kernel_h and kernel_w, not both"
-
-
-def _pooling(l: Layer) -> Iterator[str]:
-    p = l.pooling_param
-    if p.HasField("kernel_size"):
-        yield from _positive("kernel_size", p.kernel_size)
-    if p.HasField("stride"):
-        yield from _positive("stride", p.stride)
-    if p.HasField("kernel_size") and p.pad >= p.kernel_size > 0:
-        yield f"pad {p.pad} must be smaller than kernel_size {p.kernel_size}"
-    if p.global_pooling and (p.HasField("kernel_size") or p.HasField("kernel_h")):
-        yield "global_pooling takes no kernel size"
-
-
-def _reshape(l: Layer) -> Iterator[str]:
-    dims = list(l.reshape_param.shape.dim)
-    if any(d < -1 for d in dims):
-        yield f"shape {dims} may hold only dims >= 0 and a single -1"
-    if dims.count(-1) > 1:
-        yield f"shape {dims} has several -1 dims; at most one can be inferred"
-
-
-def _clip(l: Layer) -> Iterator[str]:
-    if l.HasField("clip_param") and l.clip_param.min > l.clip_param.max:
-        yield f"clip min {l.clip_param.min:g} is above max {l.clip_param.max:g}"
-
-
-_TYPE_RULES: dict[str, Rule] = {
-    "Convolution": _conv,
-    "Deconvolution": _conv,
-    "Im2col": _conv,
-    "InnerProduct": lambda l: _positive("num_output", l.inner_product_param.num_output),
-    "Embed": lambda l: (
-        *_positive("num_output", l.embed_param.num_output),
-        *_positive("input_dim", l.embed_param.input_dim),
-    ),
-    "Pooling": _pooling,
-    "LRN": lambda l: iter(
-        [f"local_size must be a positive odd number (got {l.lrn_param.local_size})"]
-        if l.lrn_param.local_size % 2 == 0
-        else []
-    ),
-    "Dropout": lambda l: iter(
-        [f"dropout_ratio must be in [0, 1) (got {l.dropout_param.dropout_ratio:g})"]
-        if not 0 <= l.dropout_param.dropout_ratio < 1
-        else []
-    ),
-    "Data": lambda l: _positive("batch_size", l.data_param.batch_size),
-    "ImageData": lambda l: _positive("batch_size", l.image_data_param.batch_size),
-    "HDF5Data": lambda l: _positive("batch_size", l.hdf5_data_param.batch_size),
-    "MemoryData": lambda l: _positive("batch_size", l.memory_data_param.batch_size),
-    "Accuracy": lambda l: _positive("top_k", l.accuracy_param.top_k),
-    "ArgMax": lambda l: _positive("top_k", l.argmax_param.top_k),
-    "Tile": lambda l: _positive("tiles", l.tile_param.tiles),
-    "Reshape": _reshape,
-    "Clip": _clip,
-}
 
 
 def _non_finite(message: Message, prefix: str = "") -> Iterator[str]:
@@ -144,6 +55,18 @@ def _readable(message: Message) -> Iterator[str]:
         yield "the layer does not read back the same from prototxt"
 
 
+def _declared(cls: type[EngineLayer], layer: Layer) -> Iterator[str]:
+    """What the layer's engine class says about it: too many param blocks, its own and its fillers' checks."""
+    blobs = cls.learnable_blobs(layer)
+    if blobs is not None and len(layer.param) > len(blobs):
+        yield f"{layer.type} has {len(blobs)} learnable blob(s): too many param {{ }} blocks"
+    yield from cls.static_problems(layer)
+    for blob in blobs or ():
+        holder, name = blob.path.rsplit(".", 1) if blob.path else ("", "")
+        if blob.path and get_field(layer, holder).HasField(name):
+            yield from (f"{blob.path}: {p}" for p in filler_problems(get_field(layer, blob.path)))
+
+
 def layer_problems(layer: Layer) -> list[str]:
     """Everything these checks find wrong with ``layer``, most basic first."""
     problems = []
@@ -161,13 +84,10 @@ def layer_problems(layer: Layer) -> list[str]:
         )
     if layer.loss_weight and len(layer.loss_weight) != len(layer.top):
         problems.append(f"loss_weight must be given 0 or {len(layer.top)} times (once per top)")
-    blobs = _PARAM_BLOBS.get(layer.type)
-    if blobs is not None and len(layer.param) > blobs(layer):
-        problems.append(f"{layer.type} has {blobs(layer)} learnable blob(s): too many param {{ }} blocks")
     problems += _non_finite(layer)
-    rule = _TYPE_RULES.get(layer.type)
-    if rule is not None:
-        problems += rule(layer)
+    cls = find_layer_class(layer.type)
+    if cls is not None:
+        problems += _declared(cls, layer)
     problems += _readable(layer)
     return problems
 
@@ -180,9 +100,6 @@ def edit_problem(old: Message, new: Message, problems: Callable[[Message], list[
 
 def layer_edit_problem(old: Layer, new: Layer) -> str | None:
     return edit_problem(old, new, layer_problems)  # type: ignore[arg-type]
-
-
-NO_MOMENTUM = ("AdaGrad", "RMSProp")  # their Caffe constructors CHECK momentum == 0
 
 
 def solver_problems(solver: caffe_pb2.SolverParameter) -> list[str]:
@@ -202,8 +119,8 @@ def solver_problems(solver: caffe_pb2.SolverParameter) -> list[str]:
         problems.append("base_lr must not be negative")
     if any(i < 0 for i in solver.test_iter):
         problems.append("test_iter must not be negative")
-    if solver.type in NO_MOMENTUM and solver.momentum != 0:
-        problems.append(f"Momentum cannot be used with {solver.type}.")  # Caffe's CHECK, its words
+    if solver.type in solver_types():
+        problems += solver_class(solver.type).param_problems(solver)  # Caffe's CHECKs, its words
     problems += _readable(solver)
     return problems
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.checks import NO_MOMENTUM, layer_edit_problem, solver_edit_problem
+from app.checks import layer_edit_problem, solver_edit_problem
 from app.commands import (
     Command,
     CommandError,
@@ -24,6 +24,7 @@ from app.document import Document
 from app.fields import FieldPathError, get_field, set_field
 from app.layer_defaults import default_layer
 from app.layer_params import param_fields, stray_params
+from engine.solvers import solver_class, solver_types
 from proto import caffe_pb2
 
 
@@ -100,6 +101,10 @@ def net_edit(doc: Document, path: str, value: Any) -> Command:
     return SetNetField(path, value)
 
 
+def _solver_fields(kind: str) -> tuple[str, ...]:
+    return solver_class(kind).fields if kind in solver_types() else ("momentum",)
+
+
 def _policy_defaults(solver: caffe_pb2.SolverParameter) -> bool:
     """Give a newly chosen lr_policy the fields it reads, where unset (Caffe's usual values)."""
     policy, longest = solver.lr_policy, max(solver.max_iter, 1)
@@ -124,8 +129,8 @@ def solver_edit(doc: Document, path: str, value: Any) -> Command:
     new = _copy(doc.solver)
     _set(new, path, value)
     filled = path == "lr_policy" and _policy_defaults(new)
-    # AdaGrad and RMSProp refuse momentum: switching to them lets go of it in the same step.
-    dropped = path == "type" and new.type in NO_MOMENTUM and new.momentum != 0
+    # AdaGrad and RMSProp read no momentum (and refuse one): switching to them lets go of it.
+    dropped = path == "type" and new.momentum != 0 and "momentum" not in _solver_fields(new.type)
     if dropped:
         new.ClearField("momentum")
     problem = solver_edit_problem(doc.solver, new)

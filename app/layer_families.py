@@ -1,98 +1,39 @@
-"""Layer families: how the palette groups Caffe's layer types, what each is for, and its colour.
+"""Layer families as the palette shows them: their titles, what each type is for, and its colour.
 
-Qt-free. Colours come from the canvas (graph_view.style), so a type looks the same everywhere;
-the groups here are the palette's. A type registered later that no family names falls into "Other".
+Qt-free. Which family a type belongs to is declared by its engine class (``Layer.family``); this
+module only names the families, describes the types and orders them. Colours come from the canvas
+(graph_view.style), so a type looks the same everywhere. A type of no known family is "Other".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.layers import find_layer_class
+from engine.layers.facts import FAMILIES
 from graph_view import style
 
 
 @dataclass(frozen=True)
 class Family:
-    key: str
+    key: str  # the engine's name of the family (engine.layers.facts.FAMILIES)
     title: str
-    types: tuple[str, ...]
 
 
-FAMILIES: tuple[Family, ...] = (
-    Family(
-        "data",
-        "Data",
-        ("Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData", "WindowData"),
-    ),
-    Family(
-        "vision",
-        "Vision",
-        ("Convolution", "Deconvolution", "InnerProduct", "Embed", "Im2col"),
-    ),
-    Family("pooling", "Pooling", ("Pooling", "SPP")),
-    Family("normalisation", "Normalisation", ("BatchNorm", "Scale", "Bias", "LRN", "MVN")),
-    Family(
-        "neuron",
-        "Neuron",
-        (
-            "ReLU",
-            "PReLU",
-            "ELU",
-            "Sigmoid",
-            "TanH",
-            "Swish",
-            "Clip",
-            "AbsVal",
-            "BNLL",
-            "Power",
-            "Exp",
-            "Log",
-            "Threshold",
-            "Dropout",
-        ),
-    ),
-    Family("recurrent", "Recurrent", ("LSTM", "RNN", "LSTMUnit")),
-    Family(
-        "structure",
-        "Structure",
-        (
-            "Concat",
-            "Slice",
-            "Split",
-            "Eltwise",
-            "Flatten",
-            "Reshape",
-            "Crop",
-            "Tile",
-            "Reduction",
-            "ArgMax",
-            "BatchReindex",
-            "Parameter",
-            "Silence",
-            "Filter",
-        ),
-    ),
-    Family(
-        "loss",
-        "Loss & output",
-        (
-            "SoftmaxWithLoss",
-            "Softmax",
-            "Accuracy",
-            "EuclideanLoss",
-            "SigmoidCrossEntropyLoss",
-            "HingeLoss",
-            "ContrastiveLoss",
-            "InfogainLoss",
-            "MultinomialLogisticLoss",
-            "HDF5Output",
-        ),
-    ),
-    Family("python", "Python", ("Python",)),
-)
-OTHER = Family("other", "Other", ())
+# What the palette calls each family the engine declares.
+TITLES = {
+    "data": "Data",
+    "vision": "Vision",
+    "pooling": "Pooling",
+    "normalisation": "Normalisation",
+    "neuron": "Neuron",
+    "recurrent": "Recurrent",
+    "structure": "Structure",
+    "loss": "Loss & output",
+    "python": "Python",
+}
+OTHER = Family("other", "Other")
 
-_BY_TYPE = {t: family for family in FAMILIES for t in family.types}
 
 # One line each: what the layer does, in the words a designer searches with.
 DESCRIPTIONS = {
@@ -141,12 +82,10 @@ DESCRIPTIONS = {
     "Crop": "Crops a blob to the size of another",
     "Tile": "Repeats a blob along an axis",
     "Reduction": "Sums, means or norms over trailing axes",
-    "ArgMax": "Index (and value) of the top-k entries",
     "BatchReindex": "Reorders the batch by given indices",
     "Parameter": "Outputs a learned blob of a given shape",
     "Silence": "Swallows blobs nobody reads",
     "Filter": "Keeps the batch items whose selector is non-zero",
-    "HDF5Output": "Writes its two bottoms to an HDF5 file as data and label",
     "Python": "Runs a Python class of yours (python_param module / layer / param_str)",
     "SoftmaxWithLoss": "Softmax then multinomial logistic loss: classification",
     "Softmax": "Normalised exponentials: class probabilities",
@@ -157,7 +96,11 @@ DESCRIPTIONS = {
     "ContrastiveLoss": "Pulls similar pairs together, pushes others apart (siamese)",
     "InfogainLoss": "Multinomial logistic loss weighted by an infogain matrix",
     "MultinomialLogisticLoss": "-log p[label] of given probabilities",
+    "ArgMax": "Index (and value) of the top-k entries",
+    "HDF5Output": "Writes its two bottoms to an HDF5 file as data and label",
 }
+
+_RANK = {layer_type: rank for rank, layer_type in enumerate(DESCRIPTIONS)}
 
 # Extra words a search should find a type by.
 KEYWORDS = {
@@ -182,17 +125,30 @@ def colour_of(layer_type: str) -> str:
     return style.family(layer_type).colour
 
 
-def family_of(layer_type: str) -> Family:
-    return _BY_TYPE.get(layer_type, OTHER)
+def _order(layer_type: str) -> tuple[int, str]:
+    """Within a family: the order the descriptions are written in (the usual first), then by name."""
+    return (_RANK.get(layer_type, len(_RANK)), layer_type)
 
 
 def grouped(layer_types: list[str]) -> list[tuple[Family, list[str]]]:
     """``layer_types`` grouped by family, in palette order; families with none are left out."""
-    available = set(layer_types)
-    groups = [(family, [t for t in family.types if t in available]) for family in FAMILIES]
-    others = sorted(t for t in available if t not in _BY_TYPE)
-    groups.append((OTHER, others))
-    return [(family, types) for family, types in groups if types]
+    groups: dict[str, list[str]] = {key: [] for key in (*FAMILIES, OTHER.key)}
+    for layer_type in sorted(set(layer_types), key=_order):
+        groups[_key(layer_type)].append(layer_type)
+    return [(_family(key), types) for key, types in groups.items() if types]
+
+
+def family_of(layer_type: str) -> Family:
+    return _family(_key(layer_type))
+
+
+def _key(layer_type: str) -> str:
+    cls = find_layer_class(layer_type)
+    return cls.family if cls is not None and cls.family in FAMILIES else OTHER.key
+
+
+def _family(key: str) -> Family:
+    return OTHER if key == OTHER.key else Family(key, TITLES.get(key, key.title()))
 
 
 def matches(layer_type: str, query: str) -> bool:

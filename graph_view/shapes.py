@@ -5,8 +5,9 @@ and the error messages are the engine's. Two things keep it cheap enough to reru
 even for a ResNet-152 at batch 32 (a real ``Net`` allocates gigabytes there):
 
 * blobs live in a *shape-only* array module: every allocation is a zero-stride view of one element;
-* the big weights (Convolution, Deconvolution, InnerProduct, Embed) are handed to the layer as
-  already-loaded blobs of the shape its own checks expect, so no filler draws millions of values.
+* the big weights (those whose class declares ``param_shapes``: Convolution, InnerProduct, ...) are
+  handed to the layer as already-loaded blobs of the shape its own set-up computes, so no filler
+  draws millions of values.
 
 A layer that fails records its message and leaves its tops unknown; layers after it still get
 their shapes where their inputs are known, so one mistake does not blank the whole picture.
@@ -26,7 +27,6 @@ from numpy.lib.stride_tricks import as_strided
 
 from engine.blob import Blob
 from engine.layers import Layer, create_layer
-from engine.layers.conv import spatial_geometry
 from graph_view import pymodules
 from proto import caffe_pb2
 
@@ -78,49 +78,24 @@ class LayerShapes:
         return sum(math.prod(s) for s in self.params)
 
 
-def _weight_shapes(layer: Layer, bottoms: list[Blob]) -> list[Shape] | None:
-    """The shapes the layer's own set-up would create, for the four layers whose weights are big."""
-    p, kind = layer.param, layer.param.type
-    if not bottoms:
-        return None
-    shape = bottoms[0].shape
-    if kind in ("Convolution", "Deconvolution"):
-        c = p.convolution_param
-        axis = bottoms[0].canonical_axis_index(c.axis)
-        kernel = spatial_geometry(layer, len(shape) - axis - 1)[0]
-        channels = shape[axis]
-        out, inp = (channels, c.num_output) if kind == "Deconvolution" else (c.num_output, channels)
-        if c.group <= 0 or inp % c.group:
-            return None
-        return [(out, inp // c.group, *kernel)] + [(c.num_output,)] * c.bias_term
-    if kind == "InnerProduct":
-        ip = p.inner_product_param
-        k = bottoms[0].count(bottoms[0].canonical_axis_index(ip.axis))
-        weight = (k, ip.num_output) if ip.transpose else (ip.num_output, k)
-        return [weight] + [(ip.num_output,)] * ip.bias_term
-    if kind == "Embed":
-        e = p.embed_param
-        return [(e.input_dim, e.num_output)] + [(e.num_output,)] * e.bias_term
-    return None
-
-
-def _make_layer(param: LayerParameter, bottoms: list[Blob]) -> Layer:
+def _make_layer(param: LayerParameter, bottoms: list[Blob]) -> tuple[Layer, bool]:
+    """The layer, and whether its blobs were pre-shaped from its class's own ``param_shapes``."""
     layer = create_layer(param, xp=SHAPE_ONLY)
-    if param.blobs:
-        return layer
+    if param.blobs or not bottoms:
+        return layer, False
     try:
-        shapes = _weight_shapes(layer, bottoms)
+        shapes = layer.param_shapes(bottoms)
     except Exception:
         shapes = None  # the real set-up below reports the problem in its own words
     if not shapes:
-        return layer
+        return layer, False
     # Blobs already there are kept by the layer's set-up (as loaded weights are): shapes, no values.
     layer.blobs = [Blob(shape, np.float32, SHAPE_ONLY) for shape in shapes]
-    return layer
+    return layer, True
 
 
 def _set_up(param: LayerParameter, bottoms: list[Blob], tops: list[Blob]) -> Layer:
-    layer = _make_layer(param, bottoms)
+    layer, preshaped = _make_layer(param, bottoms)
     if layer.auto_top_blobs:
         tops += [
             Blob((), np.float32, SHAPE_ONLY)
@@ -129,7 +104,7 @@ def _set_up(param: LayerParameter, bottoms: list[Blob], tops: list[Blob]) -> Lay
     try:
         layer.setup(bottoms, tops)
     except Exception:
-        if not layer.blobs or param.type not in ("Convolution", "Deconvolution", "InnerProduct", "Embed"):
+        if not preshaped:
             raise
         layer = create_layer(param, xp=SHAPE_ONLY)  # our guess at the weights was wrong: fill them
         layer.setup(bottoms, tops)

@@ -1,12 +1,15 @@
-"""How a layer looks: its family, the family's colours, and the canvas's metrics. Qt-free.
+"""How a layer looks: its family's colours, and the canvas's metrics. Qt-free.
 
-Families follow what Caffe users already read in Netron (data grey, vision blue, neuron red,
-pooling/normalisation green, merge brown) plus loss purple and a neutral grey for the rest.
+Which family a type belongs to is its engine class's (``Layer.family``). The colours follow what
+Caffe users already read in Netron (data grey, vision blue, neuron red, pooling/normalisation
+green, merge brown) plus loss purple and a neutral grey for the rest.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from engine.layers import find_layer_class
 
 
 @dataclass(frozen=True)
@@ -19,32 +22,23 @@ class Family:
 DATA = Family("data", "#5b6472", "#e6e8ec")
 VISION = Family("vision", "#2f5f9e", "#dde7f5")
 NEURON = Family("neuron", "#a8332d", "#f6dedc")
-NORM = Family("pooling", "#2e7d4f", "#dcefe3")
-MERGE = Family("merge", "#7a5230", "#efe5da")
+POOLING = Family("pooling", "#2e7d4f", "#dcefe3")
+NORMALISATION = Family("normalisation", POOLING.colour, POOLING.tint)  # Netron's green for both
+RECURRENT = Family("recurrent", VISION.colour, VISION.tint)  # layers with weights, as vision's
+STRUCTURE = Family("structure", "#7a5230", "#efe5da")  # Netron's merge brown
 LOSS = Family("loss", "#6b3fa0", "#ebe1f6")
 OTHER = Family("other", "#47505c", "#e5e7eb")
 UNKNOWN = Family("unknown", "#9aa1ab", "#f1f2f4")
 
-_TYPES = {
-    VISION: "Convolution Deconvolution InnerProduct Embed Im2col SPP Crop LSTM RNN LSTMUnit",
-    NEURON: "ReLU PReLU ELU Sigmoid TanH Dropout AbsVal Power BNLL Exp Log Threshold Clip Swish",
-    NORM: "Pooling LRN BatchNorm Scale Bias MVN",
-    MERGE: "Concat Eltwise Slice Split Flatten Reshape Tile BatchReindex Silence Filter",
-    LOSS: "Accuracy Softmax ArgMax Reduction",
-}
-_FAMILY_OF = {t: family for family, types in _TYPES.items() for t in types.split()}
+# The colours of each family the engine declares (``Layer.family``); Python layers look neutral.
+_BY_NAME = {f.name: f for f in (DATA, VISION, NEURON, POOLING, NORMALISATION, RECURRENT, STRUCTURE, LOSS)}
 
 
 def family(layer_type: str, known: bool = True) -> Family:
-    if not known:
+    cls = find_layer_class(layer_type) if known else None
+    if cls is None:
         return UNKNOWN
-    if layer_type in _FAMILY_OF:
-        return _FAMILY_OF[layer_type]
-    if layer_type.endswith("Data") or layer_type in ("Input", "Parameter"):
-        return DATA
-    if layer_type.endswith("Loss"):
-        return LOSS
-    return OTHER
+    return _BY_NAME.get(cls.family, OTHER)
 
 
 # ---- canvas colours ----------------------------------------------------------------------

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from engine.errors import UnknownTypeError
-from engine.layers import layer_class
-from engine.layers._recurrent import RecurrentLayer
+from engine.layers import find_layer_class
 from graph_view.graph import Graph
+from proto.caffe_pb2 import LayerParameter
 
 ERROR, WARNING = "error", "warning"
 
@@ -46,14 +45,9 @@ def _cycles(graph: Graph) -> list[list[str]]:
     return found
 
 
-def _bottoms_needed(layer_type: str) -> int:
-    try:
-        cls = layer_class(layer_type)
-    except UnknownTypeError:
-        return 0
-    if issubclass(cls, RecurrentLayer):  # x and cont at least (its own check counts the rest)
-        return 2
-    return max(cls.exact_num_bottom, cls.min_bottom, 0)
+def _bottoms_needed(layer: LayerParameter) -> int:
+    cls = find_layer_class(layer.type)
+    return cls.bottoms_needed(layer) if cls is not None else 0
 
 
 def validate(graph: Graph) -> list[Problem]:
@@ -91,7 +85,7 @@ def validate(graph: Graph) -> list[Problem]:
         if first is not None:
             add(first, f"cannot insert splits: {graph.split_error}")
     for key, layer in graph.layers.items():
-        needed = _bottoms_needed(layer.type)
+        needed = _bottoms_needed(layer)
         if key not in unknown and len(layer.bottom) < needed:
             if not layer.bottom:
                 add(key, "not connected: drag a top port onto it")

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.fields import get_field
 from app.fillers.draws import close
-from app.fillers.slots import RECURRENT, WEIGHT_LAYERS
+from app.fillers.slots import slots
+from engine.layers._recurrent import RecurrentLayer
 from engine.net import Net
 from engine.rng import seeded
 from graph_view import pymodules
@@ -55,10 +57,10 @@ def with_weights(param: caffe_pb2.NetParameter, filler: FillerParameter | None) 
     net = caffe_pb2.NetParameter()
     net.CopyFrom(param)
     for layer in net.layer:
-        if filler is not None and layer.type in WEIGHT_LAYERS:
-            getattr(layer, WEIGHT_LAYERS[layer.type]).weight_filler.CopyFrom(filler)
-        elif filler is not None and layer.type in RECURRENT:
-            layer.recurrent_param.weight_filler.CopyFrom(filler)
+        weights = {s.path for s in slots(layer) if s.family == "weights" and s.path is not None}
+        if filler is not None and weights:
+            for path in weights:
+                get_field(layer, path).CopyFrom(filler)
         elif layer.type == "HDF5Output":  # same bottoms, nothing written
             layer.type = "Silence"
             layer.ClearField("hdf5_output_param")
@@ -123,7 +125,9 @@ def _feed(net: Net, gen: np.random.Generator) -> str:
     }
     # A recurrent layer's second bottom marks where sequences go on: one sequence per stream, as
     # Caffe's examples feed it (0 at the first timestep, 1 after).
-    conts = {net.bottom_id_vecs[i][1] for i, layer in enumerate(net.layers) if layer.type in RECURRENT}
+    conts = {
+        net.bottom_id_vecs[i][1] for i, layer in enumerate(net.layers) if isinstance(layer, RecurrentLayer)
+    }
     labels, conts = _before_splits(net, labels), _before_splits(net, conts)
     fed = []
     for i, layer in enumerate(net.layers):

@@ -28,11 +28,12 @@ from PySide6.QtWidgets import (
 
 from app.commands import Command, CommandError
 from app.document import NET_KINDS, Change, Document
+from app.edits import layer_edit
 from app.fillers.draws import Initial, initialise
 from app.fillers.jobs import Jobs
 from app.fillers.preview import PreviewView
 from app.fillers.row import FillerRow
-from app.fillers.slots import Slot, describe, effective, is_set, set_filler, slots
+from app.fillers.slots import Slot, describe, effective, is_set, slots
 from app.fillers.summary import Preview, summarise
 from app.selection import Selection
 from graph_view import pymodules
@@ -347,11 +348,14 @@ class FillerPanel(QWidget):
             self._request_preview()
 
     def _edit(self, slot: Slot, filler: caffe_pb2.FillerParameter) -> None:
+        """The inspector's validated edit of the same field: a filler the engine refuses is refused here."""
         index = self.index
-        if index is None:
+        if index is None or slot.path is None:
             return
         try:
-            self.push(set_filler(index, self.doc.layer(index), slot, filler))
+            command = layer_edit(self.doc, index, slot.path, filler)
+            command.text = f"{self.doc.layer(index).name}: {slot.role} filler {describe(filler)}"
+            self.push(command)
         except CommandError as e:
             self._explain(f"Not changed: {e}")
             self._refresh_rows()

@@ -1,19 +1,20 @@
 """One parameter blob of the selected layer: its role, its shape, its filler and the fields it reads.
 
 The row only shows and reports: ``edited`` carries the whole new FillerParameter (the panel turns
-it into an undoable command) and ``chosen`` asks for this blob's preview. Field editors are the
-ones the chosen filler reads, nothing else; they are rebuilt only when the filler type changes, so
-redrawing after an edit does not take the focus from the field being typed in.
+it into the inspector's validated, undoable edit of the same field) and ``chosen`` asks for this
+blob's preview. Field editors are the schema's own (``app.forms.editors``, as the inspector's form
+makes them), one for each field the chosen filler reads (``Filler.fields`` in the engine), nothing
+else; they are rebuilt only when the filler type changes, so redrawing after an edit does not take
+the focus from the field being typed in.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QDoubleValidator
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -27,10 +28,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.fillers.slots import FIELDS, FILLER_TYPES, Slot, with_field, with_type
+from app.forms.docs import field_doc
+from app.forms.editors import make_editor
 from proto import caffe_pb2
 
 FillerParameter = caffe_pb2.FillerParameter
-NORMS = caffe_pb2.FillerParameter.VarianceNorm
+_SCHEMA = FillerParameter.DESCRIPTOR.fields_by_name
+# What each filler draws, in a few words (presentation: which fields it reads is the engine's).
 HINTS = {
     "constant": "every value = value",
     "uniform": "U[min, max]",
@@ -40,15 +44,7 @@ HINTS = {
     "msra": "N(0, 2/n): for ReLU nets (He et al.)",
     "bilinear": "a bilinear upsampling kernel in every slice",
 }
-LABELS = {
-    "value": "value",
-    "min": "min",
-    "max": "max",
-    "mean": "mean",
-    "std": "std",
-    "sparse": "sparse",
-    "variance_norm": "n =",
-}
+LABELS = {"variance_norm": "n ="}  # the rest are labelled with their field names
 
 
 def shape_text(shape: tuple[int, ...] | None, pending: bool = False) -> str:
@@ -124,7 +120,7 @@ class FillerRow(QFrame):
         if tuple(self.editors) != FIELDS.get(filler.type, ()):
             self._build_fields(filler.type)
         for name, editor in self.editors.items():
-            _show(editor, getattr(filler, name))
+            editor.set_value(getattr(filler, name))  # type: ignore[attr-defined]
         unset = "" if is_set else "  ·  not set in the prototxt: the engine's default"
         self.hint.setText(HINTS.get(filler.type, "unknown filler type") + unset)
 
@@ -134,16 +130,15 @@ class FillerRow(QFrame):
                 widget.deleteLater()
         self.editors = {}
         for name in FIELDS.get(kind, ()):
-            label = QLabel(LABELS[name], self)
+            label = QLabel(LABELS.get(name, name), self)
             label.setObjectName("fieldLabel")
             editor = _editor(name, self)
-            editor.setObjectName(f"field_{name}")
             self.fields.addWidget(label)
             self.fields.addWidget(editor)
             self.editors[name] = editor
             label.show()  # a layout shows new children only later, through the event loop
             editor.show()
-            _connect(editor, partial(self._field_changed, name))
+            editor.committed.connect(partial(self._field_changed, name))  # type: ignore[attr-defined]
         if not self.editors:
             self.fields.addWidget(QLabel("no settings", self))
         self.fields.addStretch(1)
@@ -157,63 +152,25 @@ class FillerRow(QFrame):
         if self.filler is not None and kind != self.filler.type:
             self.edited.emit(with_type(self.filler, kind))
 
-    def _field_changed(self, name: str, value: float | int) -> None:
+    def _field_changed(self, name: str, value: Any) -> None:
         if self.filler is None:
             return
         old = getattr(self.filler, name)
         if value != old and not (isinstance(old, float) and abs(value - old) <= 1e-7 * abs(old)):
             self.edited.emit(with_field(self.filler, name, value))
         else:
-            _show(self.editors[name], old)  # tidy what was typed back to the stored value
+            self.editors[name].set_value(old)  # type: ignore[attr-defined]  # tidy what was typed
 
 
 def _editor(name: str, parent: QWidget) -> QWidget:
-    if name == "variance_norm":
-        combo = QComboBox(parent)
-        combo.addItems([NORMS.Name(v) for v in NORMS.values()])
-        combo.setToolTip("n: FAN_IN (inputs per output), FAN_OUT, or AVERAGE of the two")
-        return combo
-    if name == "sparse":
-        spin = QSpinBox(parent)
-        spin.setRange(-1, 1_000_000)
-        spin.setSpecialValueText("off")
-        spin.setToolTip("Expected non-zero weights per output unit; off keeps them all")
-        return spin
-    edit = QLineEdit(parent)
-    edit.setValidator(QDoubleValidator(edit))
-    edit.setMaximumWidth(90)
-    return edit
-
-
-def _connect(editor: QWidget, report: Callable[[float], None]) -> None:
-    if isinstance(editor, QComboBox):
-        editor.currentIndexChanged.connect(lambda i: report(NORMS.Value(editor.itemText(i))))
-    elif isinstance(editor, QSpinBox):
-        editor.editingFinished.connect(lambda: report(editor.value()))
-    elif isinstance(editor, QLineEdit):
-        line = editor
-
-        def finished() -> None:
-            value = _number(line.text())
-            if value is not None:  # the validator lets an unfinished number through: keep the stored one
-                report(value)
-
-        editor.editingFinished.connect(finished)
-
-
-def _show(editor: QWidget, value: float | int) -> None:
-    editor.blockSignals(True)
-    if isinstance(editor, QComboBox):
-        editor.setCurrentText(NORMS.Name(int(value)))
-    elif isinstance(editor, QSpinBox):
-        editor.setValue(int(value))
-    elif isinstance(editor, QLineEdit) and _number(editor.text()) != float(f"{value:.6g}"):
-        editor.setText(f"{value:.6g}")  # only when it differs: the cursor stays where the user is
-    editor.blockSignals(False)
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+    """The schema's editor for FillerParameter field ``name``, sized for a row."""
+    editor = make_editor(_SCHEMA[name])
+    editor.setParent(parent)
+    editor.setObjectName(f"field_{name}")
+    editor.setToolTip(field_doc("FillerParameter", name))
+    if isinstance(editor, QSpinBox) and name == "sparse":
+        editor.setMinimum(-1)  # -1: every weight kept
+        editor.setSpecialValueText("off")
+    if isinstance(editor, QLineEdit):
+        editor.setMaximumWidth(90)
+    return editor

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from app.fillers.slots import RECURRENT, WEIGHT_LAYERS
 from engine.fillers import fans
+from engine.layers import find_layer_class
 from proto import caffe_pb2
 
 FAR = 3.0  # how many times too small or too large a spread is before we say so
@@ -18,9 +18,11 @@ FAR = 3.0  # how many times too small or too large a spread is before we say so
 
 def traps(layer_type: str, role: str, filler: caffe_pb2.FillerParameter, shape: tuple[int, ...]) -> list[str]:
     kind = filler.type
-    weights = role == "weights" and layer_type in WEIGHT_LAYERS
+    cls = find_layer_class(layer_type)
+    family = cls.family if cls is not None else ""
+    weights = role == "weights" and family == "vision"  # a weight matrix or kernel bank
     # A recurrent layer's matrices break symmetry the same way; its gates are not ReLUs, so no spread rule.
-    equal_matters = weights or (role == "weights" and layer_type in RECURRENT)
+    equal_matters = weights or (role == "weights" and family == "recurrent")
     found = []
     if equal_matters and (kind == "constant" or (kind == "uniform" and filler.min == filler.max)):
         value = filler.value if kind == "constant" else filler.min

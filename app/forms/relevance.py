@@ -1,9 +1,10 @@
 """Which fields of a message matter for what it currently says, so a form can hide the rest.
 
 Qt-free. A filler of type ``xavier`` reads only ``variance_norm``; an ``inv`` learning-rate
-policy reads ``gamma`` and ``power`` but not ``stepsize``; a convolution's ``kernel_h`` is an
-alternative few nets use. The form shows these fields, every field that is set, and the others
-behind a "more fields" toggle. A message type not listed here shows every field.
+policy reads ``gamma`` and ``power`` but not ``stepsize`` (fillers, policies and solvers declare
+what they read in the engine); a convolution's ``kernel_h`` is an alternative few nets use. The
+form shows these fields, every field that is set, and the others behind a "more fields" toggle.
+A message type not listed here shows every field.
 """
 
 from __future__ import annotations
@@ -12,34 +13,12 @@ from collections.abc import Callable, Collection
 
 from google.protobuf.message import Message
 
+from engine.fillers import filler_fields
+from engine.solvers import solver_class, solver_types
+from engine.solvers.lr_policy import POLICY_FIELDS
+
 Relevance = Callable[[Message], Collection[str]]
 
-_FILLER = {
-    "constant": {"value"},
-    "uniform": {"min", "max"},
-    "gaussian": {"mean", "std", "sparse"},
-    "positive_unitball": set(),
-    "xavier": {"variance_norm"},
-    "msra": {"variance_norm"},
-    "bilinear": set(),
-}
-_POLICY = {
-    "fixed": set(),
-    "step": {"gamma", "stepsize"},
-    "exp": {"gamma"},
-    "inv": {"gamma", "power"},
-    "multistep": {"gamma", "stepvalue"},
-    "poly": {"power"},
-    "sigmoid": {"gamma", "stepsize"},
-}
-_OPTIMIZER = {
-    "SGD": {"momentum"},
-    "Nesterov": {"momentum"},
-    "AdaGrad": {"delta"},
-    "RMSProp": {"rms_decay", "delta"},
-    "AdaDelta": {"momentum", "delta"},
-    "Adam": {"momentum", "momentum2", "delta"},
-}
 _SOLVER_ALWAYS = {
     "net",
     "train_net",
@@ -65,13 +44,23 @@ _SOLVER_ALWAYS = {
 
 
 def _solver(message) -> set[str]:
+    """What every solver reads, and what its lr_policy and its type read (the engine declares both)."""
+    kind = message.type or "SGD"
+    optimizer = set(solver_class(kind).fields) if kind in solver_types() else set()
+    return _SOLVER_ALWAYS | set(POLICY_FIELDS.get(message.lr_policy, ())) | optimizer
+
+
+def _filler(message) -> set[str]:
+    fields = filler_fields()
     return (
-        _SOLVER_ALWAYS | _POLICY.get(message.lr_policy, set()) | _OPTIMIZER.get(message.type or "SGD", set())
+        {"type", *fields[message.type]}
+        if message.type in fields
+        else {"type", "value", "min", "max", "mean", "std"}
     )
 
 
 RELEVANT: dict[str, Relevance] = {
-    "FillerParameter": lambda m: {"type", *_FILLER.get(m.type, {"value", "min", "max", "mean", "std"})},
+    "FillerParameter": _filler,
     "SolverParameter": _solver,
     "ConvolutionParameter": lambda m: {
         "num_output",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.layers.base import Layer, LossLayer, NeuronLayer
-from engine.layers.registry import create_layer, layer_class, layer_types, register_layer
+from engine.layers.registry import create_layer, find_layer_class, layer_class, layer_types, register_layer
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in ("base", "registry") and not _module.name.startswith("_"):
@@ -32,6 +32,7 @@ __all__ = [
     "LossLayer",
     "NeuronLayer",
     "create_layer",
+    "find_layer_class",
     "layer_class",
     "layer_types",
     "register_layer",

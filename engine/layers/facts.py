@@ -31,7 +31,7 @@ FAMILIES = (
 class ParamBlob:
     """One learnable blob of a layer, in the order of ``layer.blobs``.
 
-    ``filler`` is the dotted path of the FillerParameter field that fills it
+    ``path`` is the dotted path of the FillerParameter field that fills it
     (``convolution_param.weight_filler``), or None when no filler touches it (BatchNorm's
     statistics; ``note`` then says how it starts). ``default`` is what the layer uses while that
     field is unset (Caffe's: an unset FillerParameter is constant 0, PReLU's slopes start at 0.25).
@@ -39,7 +39,7 @@ class ParamBlob:
     """
 
     role: str
-    filler: str | None
+    path: str | None
     default: caffe_pb2.FillerParameter | None = None
     note: str = ""
     kind: str = ""

@@ -35,6 +35,11 @@ def layer_class(type_name: str) -> type[Layer]:
         raise UnknownTypeError(f"Unknown layer type: '{type_name}' (known types: {known})") from None
 
 
+def find_layer_class(type_name: str) -> type[Layer] | None:
+    """The class registered for ``type_name``, or None (for describing a type, not building it)."""
+    return _LAYERS.get(type_name)
+
+
 def create_layer(param: Any, **kwargs: Any) -> Layer:
     """Build the layer a LayerParameter describes (Caffe's LayerRegistry::CreateLayer)."""
     return layer_class(param.type)(param, **kwargs)

@@ -119,6 +119,17 @@ def test_param_fields_follow_the_type():
     assert stray_params(layer) == ["convolution_param"]
 
 
+def test_filler_and_solver_checks_are_the_engines():
+    doc, _ = tiny_doc()
+    layer_edit(doc, 1, "convolution_param.weight_filler.type", "gaussian").do(doc)
+    with pytest.raises(CommandError, match="weight_filler: std must be positive"):
+        layer_edit(doc, 1, "convolution_param.weight_filler.std", -0.5)
+    with pytest.raises(CommandError, match="unknown filler type 'gauss'"):
+        layer_edit(doc, 1, "convolution_param.bias_filler.type", "gauss")
+    solver = caffe_pb2.SolverParameter(type="RMSProp", rms_decay=1.5)
+    assert "rms_decay should lie between 0 and 1 (got 1.5)." in solver_problems(solver)
+
+
 def test_search_matches_names_families_and_synonyms():
     assert matches("InnerProduct", "fc") and matches("InnerProduct", "fully")
     assert matches("Convolution", "CONV") and not matches("ReLU", "conv")

@@ -131,6 +131,28 @@ def test_each_filler_shows_only_the_fields_it_reads(qtbot, tmp_path):
     assert warning.isVisible() and "smaller than √(2/fan_in) = 0.118 (fan_in 144)" in warning.text()
 
 
+def test_a_filler_the_engine_refuses_is_refused_at_once_as_in_the_inspector(qtbot, tmp_path):
+    """The row's edit is the inspector's validated edit: a negative std never reaches the document."""
+    window = open_window(qtbot, tmp_path)
+    window.selection.select(CONV)
+    choose_filler(qtbot, window, 0, "gaussian")
+    row, before = fillers(window).rows[0], prototxt_filler(window, "weight_filler")
+    std = row.editors["std"]
+    std.setFocus()
+    std.selectAll()
+    qtbot.keyClicks(std, "-0.5")
+    qtbot.keyClick(std, Qt.Key.Key_Return)
+    assert window.doc.layer(CONV).convolution_param.weight_filler.std == 1  # gaussian's default, kept
+    assert prototxt_filler(window, "weight_filler") == before
+    message = fillers(window).preview.message
+    assert (
+        message.isVisible() and "Not changed" in message.text() and "std must be positive" in message.text()
+    )
+    assert std.text() == "1.0"  # the row shows the document's value again
+    window.undo()  # the refused edit made no undo step: undo takes back the switch to gaussian
+    assert 'type: "xavier"' in prototxt_filler(window, "weight_filler")
+
+
 def bilinear(k: int) -> np.ndarray:
     """The bilinear upsampling kernel, written the obvious way (FCN's upsample_filt)."""
     factor = (k + 1) // 2

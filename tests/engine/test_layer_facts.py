@@ -99,8 +99,8 @@ def test_declared_blobs_and_shapes_are_what_set_up_creates(text, shapes):
     declared = type(layer).learnable_blobs(param)
     assert declared is not None and len(declared) == len(layer.blobs)
     for blob in declared:
-        if blob.filler is not None:
-            holder, name = blob.filler.rsplit(".", 1)
+        if blob.path is not None:
+            holder, name = blob.path.rsplit(".", 1)
             assert name in getattr(param, holder).DESCRIPTOR.fields_by_name
             assert blob.default is not None and blob.default.type in filler_types()
     fresh = create_layer(param)  # not set up: the shapes come from the declaration alone
