@@ -2,18 +2,19 @@
 
 A command is made from plain arguments, checked against the document with ``validate`` (which
 raises ``CommandError`` with a message for the user: nothing changes), then applied with ``do``
-and reversed with ``undo``. ``app.history.History`` (Qt-free) and ``app.undo`` (a QUndoStack)
-both run them. Layers are addressed by index: names may repeat across phases, as in LeNet.
+and reversed with ``undo``. ``app.undo`` (a QUndoStack) runs them (the tests also use a Qt-free
+History). Layers are addressed by index: names may repeat across phases, as in LeNet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from app import netio
 from app.document import NET, SOLVER, Change, Document, Kind, next_state
-from app.fields import FieldPathError, set_field
+from app.fields import FieldPathError, copy_message, set_field
+from graph_view.document_api import Command as GraphCommand
 from proto import caffe_pb2
 from proto.errors import FormatError
 
@@ -22,12 +23,6 @@ LayerParameter = caffe_pb2.LayerParameter
 
 class CommandError(ValueError):
     """The edit cannot be made; ``str()`` is the reason, fit to show the user."""
-
-
-def _copy(message):
-    clone = type(message)()
-    clone.CopyFrom(message)
-    return clone
 
 
 class Command:
@@ -43,14 +38,13 @@ class Command:
         """Raise CommandError if this command cannot apply to ``doc`` as it is now."""
 
     def do(self, doc: Document) -> None:
-        self._before = doc._state[self.part]
-        self._text_before = doc._texts[self.part]
+        self._before, self._text_before = doc.mark(self.part)
         if self._after is None:
             self._after = next_state()
-        doc._commit(self.part, self._after, self._text_after(), self._apply(doc))
+        doc.commit(self.part, self._after, self._text_after(), self._apply(doc))
 
     def undo(self, doc: Document) -> None:
-        doc._commit(self.part, self._before, self._text_before, self._revert(doc))
+        doc.commit(self.part, self._before, self._text_before, self._revert(doc))
 
     def _text_after(self) -> str | None:
         return None  # a structural edit: the text is rendered from the net
@@ -73,7 +67,7 @@ class AddLayer(Command):
 
     def __init__(self, layer: LayerParameter, index: int | None = None) -> None:
         super().__init__()
-        self.layer, self.index = _copy(layer), index
+        self.layer, self.index = copy_message(layer), index
         self.text = f"Add {layer.type or 'layer'} '{layer.name}'"
 
     def validate(self, doc: Document) -> None:
@@ -81,7 +75,7 @@ class AddLayer(Command):
             _check_index(doc, self.index, end_ok=True)
 
     def _apply(self, doc: Document) -> list[Change]:
-        layer = _copy(self.layer)
+        layer = copy_message(self.layer)
         name = doc.unique_name(layer.name or "layer")
         if name != layer.name:
             layer.top[:] = [name if top == layer.name else top for top in layer.top]
@@ -91,7 +85,7 @@ class AddLayer(Command):
         return [Change(Kind.LAYER_ADDED, self._at)]
 
     def _revert(self, doc: Document) -> list[Change]:
-        old = _copy(doc.net.layer[self._at])
+        old = copy_message(doc.net.layer[self._at])
         del doc.net.layer[self._at]
         return [Change(Kind.LAYER_REMOVED, self._at, old=old)]
 
@@ -107,12 +101,12 @@ class RemoveLayer(Command):
         self.text = f"Remove '{doc.layer(self.index).name}'"
 
     def _apply(self, doc: Document) -> list[Change]:
-        self._old = _copy(doc.net.layer[self.index])
+        self._old = copy_message(doc.net.layer[self.index])
         del doc.net.layer[self.index]
         return [Change(Kind.LAYER_REMOVED, self.index, old=self._old)]
 
     def _revert(self, doc: Document) -> list[Change]:
-        doc.net.layer.insert(self.index, _copy(self._old))  # type: ignore[attr-defined]
+        doc.net.layer.insert(self.index, copy_message(self._old))  # type: ignore[attr-defined]
         return [Change(Kind.LAYER_ADDED, self.index)]
 
 
@@ -129,7 +123,7 @@ class MoveLayer(Command):
         _check_index(doc, self.to)
 
     def _move(self, doc: Document, src: int, dst: int) -> list[Change]:
-        layer = _copy(doc.net.layer[src])
+        layer = copy_message(doc.net.layer[src])
         del doc.net.layer[src]
         doc.net.layer.insert(dst, layer)  # type: ignore[attr-defined]
         return [Change(Kind.LAYER_MOVED, dst, old_index=src)]
@@ -153,15 +147,15 @@ class ReplaceLayer(Command):
 
     def _new_layer(self, old: LayerParameter) -> LayerParameter:
         assert self.layer is not None
-        return _copy(self.layer)
+        return copy_message(self.layer)
 
     def _apply(self, doc: Document) -> list[Change]:
-        self._old = _copy(doc.net.layer[self.index])
+        self._old = copy_message(doc.net.layer[self.index])
         doc.net.layer[self.index].CopyFrom(self._new_layer(self._old))
         return [Change(Kind.LAYER_CHANGED, self.index, old=self._old)]
 
     def _revert(self, doc: Document) -> list[Change]:
-        old = _copy(doc.net.layer[self.index])
+        old = copy_message(doc.net.layer[self.index])
         doc.net.layer[self.index].CopyFrom(self._old)
         return [Change(Kind.LAYER_CHANGED, self.index, old=old)]
 
@@ -182,7 +176,7 @@ class SetLayerField(ReplaceLayer):
             raise CommandError(f"{self.path}: leaves required fields unset")
 
     def _new_layer(self, old: LayerParameter) -> LayerParameter:
-        layer = _copy(old)
+        layer = copy_message(old)
         try:
             set_field(layer, self.path, self.value)
         except FieldPathError as e:
@@ -212,7 +206,7 @@ class Connect(SetLayerField):
         self.text = f"Connect '{blob}'"
 
     def _new_layer(self, old: LayerParameter) -> LayerParameter:
-        layer = _copy(old)
+        layer = copy_message(old)
         if self.slot is None or self.slot == len(layer.bottom):
             layer.bottom.append(self.blob)
         elif 0 <= self.slot < len(layer.bottom):
@@ -231,7 +225,7 @@ class Disconnect(SetLayerField):
         self.text = "Disconnect"
 
     def _new_layer(self, old: LayerParameter) -> LayerParameter:
-        layer = _copy(old)
+        layer = copy_message(old)
         if not 0 <= self.slot < len(layer.bottom):
             raise CommandError(f"'{layer.name}' has no bottom {self.slot}")
         del layer.bottom[self.slot]
@@ -259,7 +253,7 @@ class RenameBlob(Command):
         changes = []
         for i, layer in enumerate(doc.net.layer):
             if self.old in (*layer.bottom, *layer.top):
-                self._olds.append((i, _copy(layer)))
+                self._olds.append((i, copy_message(layer)))
                 layer.bottom[:] = [self.new if b == self.old else b for b in layer.bottom]
                 layer.top[:] = [self.new if t == self.old else t for t in layer.top]
                 changes.append(Change(Kind.LAYER_CHANGED, i, old=self._olds[-1][1]))
@@ -268,7 +262,7 @@ class RenameBlob(Command):
     def _revert(self, doc: Document) -> list[Change]:
         changes = []
         for i, old in self._olds:
-            current = _copy(doc.net.layer[i])
+            current = copy_message(doc.net.layer[i])
             doc.net.layer[i].CopyFrom(old)
             changes.append(Change(Kind.LAYER_CHANGED, i, old=current))
         return changes
@@ -279,7 +273,7 @@ class ReplaceNet(Command):
 
     def __init__(self, net: caffe_pb2.NetParameter, text: str | None = None, label: str = "Edit net") -> None:
         super().__init__()
-        self.net, self.net_text, self.text = _copy(net), text, label
+        self.net, self.net_text, self.text = copy_message(net), text, label
 
     @classmethod
     def from_text(cls, text: str, path: str = "<text>") -> ReplaceNet:
@@ -291,15 +285,14 @@ class ReplaceNet(Command):
         return self.net_text
 
     def _new_net(self, old: caffe_pb2.NetParameter) -> caffe_pb2.NetParameter:
-        return _copy(self.net)
+        return copy_message(self.net)
 
     def _apply(self, doc: Document) -> list[Change]:
-        self._old = doc._net
-        doc._net = self._new_net(self._old)
+        self._old = doc.replace(self._new_net(doc.net))
         return [Change(Kind.NET_REPLACED)]
 
     def _revert(self, doc: Document) -> list[Change]:
-        doc._net = _copy(self._old)
+        doc.replace(copy_message(self._old))
         return [Change(Kind.NET_REPLACED)]
 
 
@@ -316,7 +309,7 @@ class SetNetField(ReplaceNet):
         self._new_net(doc.net)
 
     def _new_net(self, old: caffe_pb2.NetParameter) -> caffe_pb2.NetParameter:
-        net = _copy(old)
+        net = copy_message(old)
         try:
             set_field(net, self.path, self.value)
         except FieldPathError as e:
@@ -331,7 +324,7 @@ class ReplaceSolver(Command):
         self, solver: caffe_pb2.SolverParameter, text: str | None = None, label: str = "Edit solver"
     ) -> None:
         super().__init__()
-        self.solver, self.solver_text, self.text = _copy(solver), text, label
+        self.solver, self.solver_text, self.text = copy_message(solver), text, label
 
     @classmethod
     def from_text(cls, text: str, path: str = "<text>") -> ReplaceSolver:
@@ -342,15 +335,14 @@ class ReplaceSolver(Command):
         return self.solver_text
 
     def _new_solver(self, old: caffe_pb2.SolverParameter) -> caffe_pb2.SolverParameter:
-        return _copy(self.solver)
+        return copy_message(self.solver)
 
     def _apply(self, doc: Document) -> list[Change]:
-        self._old = doc._solver
-        doc._solver = self._new_solver(self._old)
+        self._old = doc.replace(self._new_solver(doc.solver))
         return [Change(Kind.SOLVER_CHANGED)]
 
     def _revert(self, doc: Document) -> list[Change]:
-        doc._solver = _copy(self._old)
+        doc.replace(copy_message(self._old))
         return [Change(Kind.SOLVER_CHANGED)]
 
 
@@ -365,7 +357,7 @@ class SetSolverField(ReplaceSolver):
         self._new_solver(doc.solver)
 
     def _new_solver(self, old: caffe_pb2.SolverParameter) -> caffe_pb2.SolverParameter:
-        solver = _copy(old)
+        solver = copy_message(old)
         try:
             set_field(solver, self.path, self.value)
         except FieldPathError as e:
@@ -396,6 +388,34 @@ class Compound(Command):
             command.undo(doc)
 
 
+class GraphCommands:
+    """The edits graph_view's editor makes, as its ``Commands`` protocol names them."""
+
+    def add_layer(self, layer: LayerParameter) -> Command:
+        return AddLayer(layer)
+
+    def remove_layer(self, index: int) -> Command:
+        return RemoveLayer(index)
+
+    def move_layer(self, index: int, to: int) -> Command:
+        return MoveLayer(index, to)
+
+    def connect(self, index: int, blob: str, slot: int | None = None) -> Command:
+        return Connect(index, blob, slot)
+
+    def disconnect(self, index: int, slot: int) -> Command:
+        return Disconnect(index, slot)
+
+    def rename_layer(self, index: int, name: str) -> Command:
+        return RenameLayer(index, name)
+
+    def rename_blob(self, old: str, new: str) -> Command:
+        return RenameBlob(old, new)
+
+    def compound(self, steps: Sequence[GraphCommand], text: str) -> Command:
+        return Compound(cast(Sequence[Command], steps), text)
+
+
 __all__ = [
     "AddLayer",
     "Command",
@@ -404,6 +424,7 @@ __all__ = [
     "Connect",
     "Disconnect",
     "FormatError",
+    "GraphCommands",
     "MoveLayer",
     "RemoveLayer",
     "RenameBlob",

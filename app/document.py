@@ -13,45 +13,23 @@ structural edit (from the graph or the inspector) drops it and the text is rende
 
 from __future__ import annotations
 
-import enum
 import itertools
 import os
 from dataclasses import dataclass
+from typing import Any, overload
 
 from app import netio
+from app.fields import copy_message
 from app.layer_defaults import default_layer, name_stem, unique_name
 from app.signal import Signal
+from graph_view.document_api import NET_KINDS as NET_KINDS  # the change kinds are graph_view's too
+from graph_view.document_api import SOLVER_KINDS as SOLVER_KINDS
+from graph_view.document_api import Kind
 from proto import caffe_pb2
 from proto.atomic import write_text_atomic
 
 NET, SOLVER = "net", "solver"
 _states = itertools.count(1)  # global, so a state id is never reused by any document
-
-
-class Kind(enum.StrEnum):
-    NET_LOADED = "net_loaded"  # a new net from a file or from nothing; undo history is void
-    NET_REPLACED = "net_replaced"  # a command swapped the whole net (text edit, net-level field)
-    LAYER_ADDED = "layer_added"  # index: where it now is
-    LAYER_REMOVED = "layer_removed"  # index: where it was; old: the layer
-    LAYER_CHANGED = "layer_changed"  # index; old: the layer as it was
-    LAYER_MOVED = "layer_moved"  # old_index -> index
-    SOLVER_LOADED = "solver_loaded"
-    SOLVER_CHANGED = "solver_changed"
-    PATH_CHANGED = "path_changed"  # net_path or solver_path
-    DIRTY_CHANGED = "dirty_changed"
-
-
-NET_KINDS = frozenset(
-    {
-        Kind.NET_LOADED,
-        Kind.NET_REPLACED,
-        Kind.LAYER_ADDED,
-        Kind.LAYER_REMOVED,
-        Kind.LAYER_CHANGED,
-        Kind.LAYER_MOVED,
-    }
-)
-SOLVER_KINDS = frozenset({Kind.SOLVER_LOADED, Kind.SOLVER_CHANGED})
 
 
 @dataclass(frozen=True)
@@ -62,12 +40,6 @@ class Change:
     old: caffe_pb2.LayerParameter | None = None
 
 
-def _copy(message):
-    clone = type(message)()
-    clone.CopyFrom(message)
-    return clone
-
-
 class Document:
     def __init__(
         self,
@@ -75,8 +47,8 @@ class Document:
         solver: caffe_pb2.SolverParameter | None = None,
     ) -> None:
         self.changed = Signal()  # emits one Change per event
-        self._net = _copy(net) if net is not None else caffe_pb2.NetParameter()
-        self._solver = _copy(solver) if solver is not None else caffe_pb2.SolverParameter()
+        self._net = copy_message(net) if net is not None else caffe_pb2.NetParameter()
+        self._solver = copy_message(solver) if solver is not None else caffe_pb2.SolverParameter()
         self._paths: dict[str, str | None] = {NET: None, SOLVER: None}
         self._texts: dict[str, str | None] = {NET: None, SOLVER: None}  # the user's text, if exact
         self._rendered: dict[str, str | None] = {NET: None, SOLVER: None}
@@ -139,14 +111,14 @@ class Document:
     # ---- files ----------------------------------------------------------------------------
     def load_net(self, net: caffe_pb2.NetParameter, path: str | None = None, text: str | None = None) -> None:
         """Replace the net outright (a new or opened file): clean, with no history."""
-        self._net = _copy(net)
+        self._net = copy_message(net)
         self._texts[NET], self._rendered[NET] = text, None
         self._reset(NET, path, Kind.NET_LOADED)
 
     def load_solver(
         self, solver: caffe_pb2.SolverParameter, path: str | None = None, text: str | None = None
     ) -> None:
-        self._solver = _copy(solver)
+        self._solver = copy_message(solver)
         self._texts[SOLVER], self._rendered[SOLVER] = text, None
         self._reset(SOLVER, path, Kind.SOLVER_LOADED)
 
@@ -169,7 +141,23 @@ class Document:
         return self._save(SOLVER, path)
 
     # ---- for commands (app.commands) only ------------------------------------------------
-    def _commit(self, part: str, state: int, text: str | None, changes: list[Change]) -> None:
+    def mark(self, part: str) -> tuple[int, str | None]:
+        """Where ``part`` (NET or SOLVER) stands: its state id and the user's text, to come back to."""
+        return self._state[part], self._texts[part]
+
+    @overload
+    def replace(self, message: caffe_pb2.NetParameter) -> caffe_pb2.NetParameter: ...
+    @overload
+    def replace(self, message: caffe_pb2.SolverParameter) -> caffe_pb2.SolverParameter: ...
+    def replace(self, message: caffe_pb2.NetParameter | caffe_pb2.SolverParameter) -> Any:
+        """Put ``message`` in place of the whole net or solver; returns the one it replaces."""
+        if isinstance(message, caffe_pb2.NetParameter):
+            old, self._net = self._net, message
+            return old
+        old_solver, self._solver = self._solver, message
+        return old_solver
+
+    def commit(self, part: str, state: int, text: str | None, changes: list[Change]) -> None:
         """After a command changed ``part``: record its state and text, then tell the views."""
         was_dirty = self.dirty
         self._state[part], self._texts[part], self._rendered[part] = state, text, None

@@ -21,17 +21,11 @@ from app.commands import (
     SetSolverField,
 )
 from app.document import Document
-from app.fields import FieldPathError, get_field, set_field
+from app.fields import FieldPathError, copy_message, get_field, set_field
 from app.layer_defaults import default_layer
 from app.layer_params import param_fields, stray_params
 from engine.solvers import solver_class, solver_types
 from proto import caffe_pb2
-
-
-def _copy(message):
-    clone = type(message)()
-    clone.CopyFrom(message)
-    return clone
 
 
 def _set(message, path: str, value: Any) -> None:
@@ -59,7 +53,7 @@ def layer_edit(doc: Document, index: int, path: str, value: Any) -> Command:
     old = doc.layer(index)
     if path == "type":
         return change_type(doc, index, str(value or ""))
-    new = _copy(old)
+    new = copy_message(old)
     _set(new, path, value)
     filled = _fill_required(new)
     problem = layer_edit_problem(old, new)
@@ -78,7 +72,7 @@ def change_type(doc: Document, index: int, layer_type: str) -> Command:
     if not layer_type:
         raise CommandError("a layer needs a type")
     old = doc.layer(index)
-    new = _copy(old)
+    new = copy_message(old)
     new.type = layer_type
     fresh = default_layer(layer_type, old.name)
     for name in param_fields(layer_type):
@@ -93,7 +87,7 @@ def change_type(doc: Document, index: int, layer_type: str) -> Command:
 
 
 def net_edit(doc: Document, path: str, value: Any) -> Command:
-    new = _copy(doc.net)
+    new = copy_message(doc.net)
     _set(new, path, value)
     missing = new.FindInitializationErrors()
     if missing:
@@ -126,7 +120,7 @@ def _policy_defaults(solver: caffe_pb2.SolverParameter) -> bool:
 
 
 def solver_edit(doc: Document, path: str, value: Any) -> Command:
-    new = _copy(doc.solver)
+    new = copy_message(doc.solver)
     _set(new, path, value)
     filled = path == "lr_policy" and _policy_defaults(new)
     # AdaGrad and RMSProp read no momentum (and refuse one): switching to them lets go of it.

@@ -7,10 +7,19 @@ field, an enum's name or number, and ``None`` to clear the field back to its def
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
+
+M = TypeVar("M", bound=Message)
+
+
+def copy_message(message: M) -> M:
+    """A deep copy of ``message``: commands and edits never share a message with the document."""
+    clone = type(message)()
+    clone.CopyFrom(message)
+    return clone
 
 
 class FieldPathError(ValueError):

@@ -56,7 +56,7 @@ class MainWindow(QMainWindow):
         self.undo_stack = UndoStack(self.doc, self)
         self.selection = Selection(self.doc)
 
-        self.graph = GraphEditor(self.doc, self.push, self.selection, commands, self)
+        self.graph = GraphEditor(self.doc, self.push, self.selection, commands.GraphCommands(), self)
         self.setCentralWidget(self.graph)
         self.editor = PrototxtEditor(self.doc, self.undo_stack.push_command, self)
         self.editor_dock = QDockWidget("Prototxt", self)

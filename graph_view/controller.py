@@ -2,19 +2,18 @@
 cut, paste, duplicate.
 
 The controller is handed the document, the ``push(command)`` callable every view edits through,
-and the module of command classes (``app.commands``): graph_view never imports app/. A command the
-document refuses raises; its reason goes out on ``message`` and nothing changes.
+and the commands to push (``graph_view.document_api``'s protocols, which the app's satisfy):
+graph_view never imports app/. A command the document refuses raises; its reason goes out on
+``message`` and nothing changes.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import QMimeData, QObject, QPointF, Signal
 from PySide6.QtWidgets import QApplication
 
 from graph_view import edits
+from graph_view.document_api import Command, Commands, Document, Push
 from graph_view.items import BandItem, NodeItem
 from graph_view.scene import GraphScene
 from graph_view.wires import WireItem
@@ -27,7 +26,7 @@ class GraphController(QObject):
     message = Signal(str)
     select_request = Signal(list)  # document indices to select after an edit
 
-    def __init__(self, document: Any, push: Callable[[Any], None], commands: Any, scene: GraphScene) -> None:
+    def __init__(self, document: Document, push: Push, commands: Commands, scene: GraphScene) -> None:
         super().__init__(scene)
         self.document, self.push, self.commands, self.scene = document, push, commands, scene
 
@@ -35,7 +34,7 @@ class GraphController(QObject):
     def layers(self):
         return self.document.net.layer
 
-    def _push(self, command: Any) -> bool:
+    def _push(self, command: Command) -> bool:
         try:
             self.push(command)
         except ValueError as exc:  # CommandError: the document refused, nothing changed
@@ -50,7 +49,7 @@ class GraphController(QObject):
     def add_layer(self, layer_type: str, pos: QPointF) -> bool:
         layer = self.document.new_layer(layer_type)
         self.scene.manual[layer.name] = self._canonical(pos)
-        if not self._push(self.commands.AddLayer(layer)):
+        if not self._push(self.commands.add_layer(layer)):
             self.scene.manual.pop(layer.name, None)
             return False
         self.select_request.emit([len(self.layers) - 1])
@@ -71,9 +70,9 @@ class GraphController(QObject):
             self.message.emit(f"'{blob}' cannot feed '{dst.layer.name}': it depends on it (a cycle)")
             return False
         at = edits.position_after(moves, dst.index, len(self.layers))
-        connect = self.commands.Connect(at, blob, slot)
-        steps = [self.commands.MoveLayer(a, b) for a, b in moves] + [connect]
-        return self._push(steps[0] if len(steps) == 1 else self.commands.Compound(steps, connect.text))
+        connect = self.commands.connect(at, blob, slot)
+        steps = [self.commands.move_layer(a, b) for a, b in moves] + [connect]
+        return self._push(steps[0] if len(steps) == 1 else self.commands.compound(steps, connect.text))
 
     # ---- removing -------------------------------------------------------------------------
     def selected_layer_indices(self) -> list[int]:
@@ -96,12 +95,12 @@ class GraphController(QObject):
              if isinstance(w, WireItem) and w.dst_index is not None and w.dst_index not in removed},
             key=lambda c: (c[0], -c[1]),
         )  # fmt: skip
-        steps = [self.commands.Disconnect(i, slot) for i, slot in cuts]
-        steps += [self.commands.RemoveLayer(i) for i in sorted(removed, reverse=True)]
+        steps = [self.commands.disconnect(i, slot) for i, slot in cuts]
+        steps += [self.commands.remove_layer(i) for i in sorted(removed, reverse=True)]
         if not steps:
             return False
         what = f"{len(removed)} layer{'s' * (len(removed) != 1)}" if removed else "wire"
-        return self._push(steps[0] if len(steps) == 1 else self.commands.Compound(steps, f"Delete {what}"))
+        return self._push(steps[0] if len(steps) == 1 else self.commands.compound(steps, f"Delete {what}"))
 
     # ---- renaming -------------------------------------------------------------------------
     def rename(self, key: str, name: str) -> bool:
@@ -111,12 +110,12 @@ class GraphController(QObject):
         old = self.layers[index].name
         if name == old:
             return False
-        steps = [self.commands.RenameLayer(index, name)]
+        steps = [self.commands.rename_layer(index, name)]
         blobs = {b for layer in self.layers for b in (*layer.bottom, *layer.top)}
         own_top = old in self.layers[index].top and old not in self.layers[index].bottom
         if own_top and name not in blobs:  # conv1 makes blob conv1: keep the pair in step
-            steps.append(self.commands.RenameBlob(old, name))
-        command = steps[0] if len(steps) == 1 else self.commands.Compound(steps, steps[0].text)
+            steps.append(self.commands.rename_blob(old, name))
+        command = steps[0] if len(steps) == 1 else self.commands.compound(steps, steps[0].text)
         if not self._push(command):
             return False
         if key in self.scene.manual:
@@ -140,7 +139,7 @@ class GraphController(QObject):
                 "(they would become one blob)"
             )
             return False
-        return self._push(self.commands.RenameBlob(old, name))
+        return self._push(self.commands.rename_blob(old, name))
 
     # ---- clipboard --------------------------------------------------------------------------
     def _selected_layers(self) -> list:
@@ -180,9 +179,9 @@ class GraphController(QObject):
         names = [layer.name for layer in self.layers]
         blobs = {b for layer in self.layers for b in (*layer.bottom, *layer.top)}
         copies = edits.renamed_copies(layers, names, blobs)
-        steps = [self.commands.AddLayer(layer) for layer in copies]
+        steps = [self.commands.add_layer(layer) for layer in copies]
         count = len(copies)
-        if not self._push(self.commands.Compound(steps, f"{verb} {count} layer{'s' * (count != 1)}")):
+        if not self._push(self.commands.compound(steps, f"{verb} {count} layer{'s' * (count != 1)}")):
             return False
         for old, new in zip(layers, copies):
             if old.name in self.scene.manual:

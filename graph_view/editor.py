@@ -1,16 +1,15 @@
 """The graph editor widget: a toolbar, the canvas with its minimap, the problems list, the totals.
 
-``GraphEditor(document, push, selection, commands)`` mirrors ``document`` (anything with ``.net``,
-``.net_path``, ``.changed`` and ``.new_layer(type)``), edits it only through ``push(command)``
-with command classes from ``commands``, and shares ``selection`` (``.layers``, ``.select()``,
-``.changed``) with the rest of the app. Without ``push`` and ``commands`` it is a viewer.
+``GraphEditor(document, push, selection, commands)`` mirrors ``document``, edits it only through
+``push(command)`` with commands made by ``commands``, and shares ``selection`` with the rest of the
+app; each is typed by its protocol in ``graph_view.document_api``. Without ``push`` and ``commands``
+it is a viewer.
 Document changes are coalesced: a Compound of twenty commands redraws once.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from PySide6.QtCore import QEvent, QFileSystemWatcher, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
@@ -18,18 +17,22 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWi
 
 from graph_view import canvas_colours, pymodules, sidecar, summary
 from graph_view.controller import GraphController
+from graph_view.document_api import NET_KINDS, Change, Commands, Document, Kind, Push, Selection
 from graph_view.minimap import Minimap
 from graph_view.problems import ProblemList
 from graph_view.scene import GraphScene
 from graph_view.toolbar import GraphToolbar
 from graph_view.view import GraphView
 
-NET_KINDS = {"net_loaded", "net_replaced", "layer_added", "layer_removed", "layer_changed", "layer_moved"}
-
 
 class GraphEditor(QWidget):
     def __init__(
-        self, document: Any, push=None, selection: Any = None, commands: Any = None, parent=None
+        self,
+        document: Document,
+        push: Push | None = None,
+        selection: Selection | None = None,
+        commands: Commands | None = None,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.document, self.selection = document, selection
@@ -49,7 +52,9 @@ class GraphEditor(QWidget):
         self._style_labels()
         self._layout_widgets()
         self.controller = (
-            GraphController(document, push, commands, self.scene) if self.scene.editing else None
+            GraphController(document, push, commands, self.scene)
+            if push is not None and commands is not None
+            else None
         )
         self._pending = self._fit_pending = self._load_pending = False
         self._syncing = False
@@ -149,17 +154,17 @@ class GraphEditor(QWidget):
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
 
     # ---- following the document ---------------------------------------------------------------
-    def _on_change(self, change: Any) -> None:
-        kind = str(getattr(change, "kind", change))
-        if kind == "net_loaded":
+    def _on_change(self, change: Change) -> None:
+        kind = change.kind
+        if kind == Kind.NET_LOADED:
             self._load_pending = self._fit_pending = True
             self.schedule()
         elif kind in NET_KINDS:
             self.schedule()
-        elif kind == "dirty_changed" and not getattr(self.document, "net_dirty", True):
+        elif kind == Kind.DIRTY_CHANGED and not self.document.net_dirty:
             if self.scene.manual:
                 self.save_sidecar()  # the net was saved: its layout goes with it
-        elif kind == "path_changed":
+        elif kind == Kind.PATH_CHANGED:
             if not self._load_pending and self.scene.manual:
                 self.save_sidecar()  # Save As: the positions follow the net to its new name
             if self._load_pending or pymodules.module_names(self.document.net):

@@ -53,7 +53,6 @@ WIRE_LONG = "#aab1bc"
 SELECTED = "#f59e0b"
 ERROR = "#d93025"
 WARNING = "#e8a317"
-LABEL_BG = "#f7f8fa"
 
 # ---- metrics (scene units, at zoom 1) ----------------------------------------------------
 NODE_MIN_W = 150
@@ -63,8 +62,6 @@ LINE_H = 16
 BAND_H = 20
 CHIPS_H = 18
 PORT_R = 4.5
-SPLIT_H = 24
 RANK_GAP = 58
 NODE_GAP = 36
 FONT_FAMILY = "Sans Serif"
-FONT_PT = 8.5

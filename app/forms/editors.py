@@ -15,7 +15,7 @@ from typing import Any
 from google.protobuf.descriptor import FieldDescriptor
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QWheelEvent
-from PySide6.QtWidgets import QCheckBox, QComboBox, QCompleter, QLineEdit, QSizePolicy, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSizePolicy, QSpinBox, QWidget
 
 from app.forms import values
 
@@ -74,11 +74,6 @@ class LineEditor(QLineEdit):
             with QSignalBlocker(self):
                 self.setText(self._shown)
                 self.setCursorPosition(0)
-
-    def set_completions(self, words: Sequence[str]) -> None:
-        completer = QCompleter(list(words), self)
-        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.setCompleter(completer)
 
     def _finish(self) -> None:
         if self.text() == self._shown:

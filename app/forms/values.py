@@ -117,8 +117,3 @@ def parse_value(field: FieldDescriptor, text: str) -> Any:
     if k == "bytes":
         return text.encode()
     return text
-
-
-def default_of(field: FieldDescriptor) -> Any:
-    """The value an unset singular scalar field reads as."""
-    return field.default_value

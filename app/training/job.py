@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app import netio
+from app.fields import copy_message
 from graph_view import pymodules
 from proto import caffe_pb2
 
@@ -67,12 +68,6 @@ class TrainingJob:
         return [name for net in self.nets() for name in pymodules.module_names(net)]
 
 
-def _copy(message):
-    clone = type(message)()
-    clone.CopyFrom(message)
-    return clone
-
-
 def document_folder(doc) -> str:
     """The folder relative paths mean: the solver's file, else the net's, else the working directory."""
     path = doc.solver_path or doc.net_path
@@ -86,8 +81,8 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
         solver, _ = netio.load_solver_text(DEFAULT_SOLVER)
         notes.append("No solver is open: training with " + DEFAULT_SOLVER.replace("\n", " ").strip())
     else:
-        solver = _copy(doc.solver)
-    net = _copy(doc.net)
+        solver = copy_message(doc.solver)
+    net = copy_message(doc.net)
     canonical = f"{netio.solver_to_text(solver).rstrip()}\n\n{netio.net_to_text(net).rstrip()}\n"
     base_dir = document_folder(doc)
     absolutize_data_paths(net, base_dir)

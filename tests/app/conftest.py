@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from tiny_net import NET
+from undo_history import History
 
 from app.document import Document
-from app.history import History
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from tiny_net import NET
+from undo_history import History
 
 from app.commands import (
     AddLayer,
@@ -25,7 +26,6 @@ from app.commands import (
     SetSolverField,
 )
 from app.document import Document, Kind
-from app.history import History
 from app.layer_defaults import default_layer, unique_name
 from proto import caffe_pb2
 from proto.errors import FormatError
@@ -268,7 +268,7 @@ def test_default_layers():
 def test_the_document_is_qt_free():
     import subprocess
 
-    modules = "app.document, app.commands, app.history, app.files, app.layer_defaults"
+    modules = "app.document, app.commands, app.files, app.layer_defaults"
     code = f"import sys, {modules}; print(any('PySide6' in m for m in sys.modules))"
     repo = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo)

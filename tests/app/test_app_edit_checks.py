@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from undo_history import History
 
 from app.checks import layer_edit_problem, layer_problems, solver_problems
 from app.commands import CommandError, ReplaceLayer, ReplaceSolver, SetLayerField, SetSolverField
@@ -12,7 +13,6 @@ from app.edits import change_type, layer_edit, net_edit, solver_edit
 from app.examples import examples, open_example, solver_for
 from app.forms.docs import field_doc
 from app.forms.values import format_float, parse_value
-from app.history import History
 from app.layer_defaults import default_layer
 from app.layer_families import OTHER, colour_of, family_of, grouped, matches
 from app.layer_params import param_fields, stray_params

@@ -7,10 +7,10 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
+from undo_history import History
 
 from app.commands import AddLayer
 from app.document import Document
-from app.history import History
 from app.palette import MIME_TYPE, Palette, PaletteTree
 from app.selection import Selection
 from engine.layers import layer_types

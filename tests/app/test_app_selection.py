@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from google.protobuf import text_format
+from undo_history import History
 
 from app.commands import AddLayer, MoveLayer, RemoveLayer
 from app.document import Document
-from app.history import History
 from app.selection import Selection
 from proto import caffe_pb2
 

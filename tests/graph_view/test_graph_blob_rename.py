@@ -24,7 +24,7 @@ def canvas(qtbot):
     doc = Document()
     doc.load_net(net_of(FORK))
     stack = UndoStack(doc)
-    editor = GraphEditor(doc, stack.push_command, Selection(doc), commands)
+    editor = GraphEditor(doc, stack.push_command, Selection(doc), commands.GraphCommands())
     qtbot.addWidget(editor)
     editor.resize(1000, 700)
     editor.show()

@@ -61,7 +61,7 @@ def rig(qtbot):
             doc.load_net(net_of(text))
         stack = UndoStack(doc)
         selection = Selection(doc)
-        editor = GraphEditor(doc, stack.push_command, selection, commands)
+        editor = GraphEditor(doc, stack.push_command, selection, commands.GraphCommands())
         qtbot.addWidget(editor)
         editor.resize(1100, 760)
         editor.show()

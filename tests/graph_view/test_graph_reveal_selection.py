@@ -18,7 +18,7 @@ def test_selection_from_elsewhere_scrolls_the_layer_into_view(qtbot):
     doc = Document()
     doc.open_net(EXAMPLES / "resnet.prototxt")
     selection = Selection(doc)
-    editor = GraphEditor(doc, UndoStack(doc).push_command, selection, commands)
+    editor = GraphEditor(doc, UndoStack(doc).push_command, selection, commands.GraphCommands())
     qtbot.addWidget(editor)
     editor.resize(700, 500)
     editor.show()

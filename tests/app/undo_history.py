@@ -1,4 +1,4 @@
-"""A Qt-free undo history: what tests and headless tools use in place of ``app.undo``'s QUndoStack."""
+"""A Qt-free undo history for the tests of app/: ``app.undo``'s QUndoStack without Qt."""
 
 from __future__ import annotations
 
