@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QLockFile, QObject, QStandardPaths, QTimer
 
@@ -80,7 +81,7 @@ class Autosave(QObject):
             write_text_atomic(editor, pending)
         elif editor.exists():
             editor.unlink()
-        manifest = {
+        manifest: dict[str, Any] = {
             "version": 1,
             "saved_at": time.time(),
             "pid": os.getpid(),

@@ -42,7 +42,7 @@ def _non_finite(message: Message, prefix: str = "") -> Iterator[str]:
 
 def _readable(message: Message) -> Iterator[str]:
     """The message must survive its own prototxt (what saving and the text view do)."""
-    missing = message.FindInitializationErrors()
+    missing = message.FindInitializationErrors()  # type: ignore[attr-defined]  # every message has it
     if missing:
         yield f"required field {', '.join(missing)} must be set"
         return

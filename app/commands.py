@@ -81,7 +81,7 @@ class AddLayer(Command):
             layer.top[:] = [name if top == layer.name else top for top in layer.top]
             layer.name = name
         self._at = len(doc.net.layer) if self.index is None else self.index
-        doc.net.layer.insert(self._at, layer)  # type: ignore[attr-defined]
+        doc.net.layer.insert(self._at, layer)
         return [Change(Kind.LAYER_ADDED, self._at)]
 
     def _revert(self, doc: Document) -> list[Change]:
@@ -106,7 +106,7 @@ class RemoveLayer(Command):
         return [Change(Kind.LAYER_REMOVED, self.index, old=self._old)]
 
     def _revert(self, doc: Document) -> list[Change]:
-        doc.net.layer.insert(self.index, copy_message(self._old))  # type: ignore[attr-defined]
+        doc.net.layer.insert(self.index, copy_message(self._old))
         return [Change(Kind.LAYER_ADDED, self.index)]
 
 
@@ -125,7 +125,7 @@ class MoveLayer(Command):
     def _move(self, doc: Document, src: int, dst: int) -> list[Change]:
         layer = copy_message(doc.net.layer[src])
         del doc.net.layer[src]
-        doc.net.layer.insert(dst, layer)  # type: ignore[attr-defined]
+        doc.net.layer.insert(dst, layer)
         return [Change(Kind.LAYER_MOVED, dst, old_index=src)]
 
     def _apply(self, doc: Document) -> list[Change]:

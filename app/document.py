@@ -171,8 +171,8 @@ class Document:
         if text is not None:
             return text
         if self._rendered[part] is None:
-            render = netio.net_to_text if part == NET else netio.solver_to_text
-            self._rendered[part] = render(self._net if part == NET else self._solver)
+            net, solver = self._net, self._solver
+            self._rendered[part] = netio.net_to_text(net) if part == NET else netio.solver_to_text(solver)
         return self._rendered[part]  # type: ignore[return-value]
 
     def _reset(self, part: str, path: str | None, kind: Kind) -> None:

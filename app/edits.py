@@ -89,7 +89,7 @@ def change_type(doc: Document, index: int, layer_type: str) -> Command:
 def net_edit(doc: Document, path: str, value: Any) -> Command:
     new = copy_message(doc.net)
     _set(new, path, value)
-    missing = new.FindInitializationErrors()
+    missing = new.FindInitializationErrors()  # type: ignore[attr-defined]  # every message has it
     if missing:
         raise CommandError(f"required field {', '.join(missing)} must be set")
     return SetNetField(path, value)
@@ -102,7 +102,7 @@ def _solver_fields(kind: str) -> tuple[str, ...]:
 def _policy_defaults(solver: caffe_pb2.SolverParameter) -> bool:
     """Give a newly chosen lr_policy the fields it reads, where unset (Caffe's usual values)."""
     policy, longest = solver.lr_policy, max(solver.max_iter, 1)
-    wanted: dict[str, Any] = {
+    wanted: dict[str, Any] = {  # type: ignore[assignment]
         "step": {"gamma": 0.1, "stepsize": max(longest // 3, 1)},
         "exp": {"gamma": 0.9999},
         "inv": {"gamma": 0.0001, "power": 0.75},

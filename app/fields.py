@@ -37,7 +37,7 @@ def _field(message: Message, name: str) -> FieldDescriptor:
     field = message.DESCRIPTOR.fields_by_name.get(name)
     if field is None:
         raise FieldPathError(f"{message.DESCRIPTOR.name} has no field '{name}'")
-    return field
+    return field  # type: ignore[return-value]  # upb's descriptor is the same class at run time
 
 
 def _is_repeated(field: FieldDescriptor) -> bool:

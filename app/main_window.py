@@ -63,7 +63,9 @@ class MainWindow(QMainWindow):
         self.editor_dock.setObjectName("prototxtDock")
         self.editor_dock.setWidget(self.editor)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.editor_dock)
-        self.filler_dock, self.net_start_dock = add_initialisation_docks(self)
+        self.filler_dock, self.net_start_dock = add_initialisation_docks(
+            self, self.editor_dock, self.doc, self.push, self.selection
+        )
         self.training = TrainingDock(self.doc, self, before_train=self.editor.commit)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.training)
 
@@ -295,6 +297,6 @@ def run_app(argv: Sequence[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(argv)
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
-    apply_theme(app, LIGHT)  # the remembered theme follows when the window restores its session
+    apply_theme(app, LIGHT)  # type: ignore[arg-type]  # the remembered theme follows when the window restores its session
     window = open_window(argv, QSettings(), default_recovery_folder())  # noqa: F841  (kept alive until exec)
     return app.exec()

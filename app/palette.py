@@ -223,14 +223,14 @@ class Palette(QWidget):
         visible = [i for i in self._type_items() if not i.isHidden() and not i.parent().isHidden()]
         starts = [i for i in visible if i.data(0, TYPE_ROLE).lower().startswith(query)]
         exact = [i for i in visible if i.data(0, TYPE_ROLE).lower() == query]
-        return (exact or starts or visible or [None])[0]
+        return (exact or starts or visible or [None])[0]  # type: ignore[list-item]
 
     def _type_items(self) -> list[QTreeWidgetItem]:
         items = []
         for g in range(self.tree.topLevelItemCount()):
             group = self.tree.topLevelItem(g)
             items += [group.child(i) for i in range(group.childCount())]
-        return items
+        return items  # type: ignore[return-value]
 
     # ---- adding -------------------------------------------------------------------------
     def add_layer(self, layer_type: str) -> int | None:

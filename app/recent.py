@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
 from PySide6.QtGui import QAction
@@ -26,7 +27,7 @@ class RecentFiles(QObject):
         self.settings, self.limit = settings, limit
         self._paths: list[str] = []
         if settings is not None:
-            stored = settings.value(KEY, [])
+            stored: Any = settings.value(KEY, [])
             self._paths = [stored] if isinstance(stored, str) else [str(p) for p in stored or []]
 
     def paths(self) -> list[str]:

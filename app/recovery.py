@@ -19,7 +19,7 @@ from PySide6.QtCore import QLockFile
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from app.autosave import EDITOR_FILE, MANIFEST, NET_FILE, SOLVER_FILE, make_lock
-from app.commands import ReplaceNet, ReplaceSolver
+from app.commands import Command, ReplaceNet, ReplaceSolver
 from proto import caffe_pb2
 from proto.errors import FormatError
 
@@ -105,7 +105,7 @@ def restore(window, recovery: Recovery) -> None:
     net_text, solver_text = recovery.text(NET_FILE), recovery.text(SOLVER_FILE)
     wanted = recovery.manifest.get("net_dirty") or doc.net_path is None
     if net_text is not None and wanted and net_text != doc.net_text():
-        command = ReplaceNet.from_text(net_text, net_path or "<recovered>")
+        command: Command = ReplaceNet.from_text(net_text, net_path or "<recovered>")
         command.text = "Recover autosaved net"
         window.push(command)
     if solver_text is not None and recovery.manifest.get("solver_dirty"):

@@ -111,7 +111,7 @@ class SolverPanel(QWidget):
             if f.name not in _LISTED and f"SolverParameter.{f.name}" not in _HIDDEN
         )
         for title, names in (*SECTIONS, ("Other", others)) if others else SECTIONS:
-            form = MessageForm(_SOLVER, "", names, options)
+            form = MessageForm(_SOLVER, "", names, options)  # type: ignore[arg-type]
             form.edited.connect(self._on_edited)
             form.invalid.connect(self._refuse)
             group = Group(title, expanded=title in ("Schedule", "Optimizer", "Testing"), section=True)

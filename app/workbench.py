@@ -206,7 +206,7 @@ class Workbench(QObject):
         self.full_screen_action = self._action("&Full Screen", self._toggle_full_screen, [keys.FullScreen])
         self.view_menu = view_menu = self._menu("View")
         view_menu.insertActions(
-            view_menu.actions()[0] if view_menu.actions() else None,
+            view_menu.actions()[0] if view_menu.actions() else None,  # type: ignore[arg-type]
             [d.toggleViewAction() for d in (self.palette_dock, self.inspector_dock, self.solver_dock)],
         )
         view_menu.addSeparator()

@@ -55,7 +55,7 @@ class GraphController(QObject):
         self.select_request.emit([len(self.layers) - 1])
         return True
 
-    def connect(self, src_key: str, src_slot: int, dst_key: str, dst_slot: int) -> bool:
+    def connect(self, src_key: str, src_slot: int, dst_key: str, dst_slot: int) -> bool:  # type: ignore[override]
         graph = self.scene.graph
         src, dst = graph.nodes.get(src_key), graph.nodes.get(dst_key)
         if src is None or dst is None or src.index is None or dst.index is None:

@@ -90,4 +90,4 @@ class Commands(Protocol):
     def compound(self, steps: Sequence[Command], text: str) -> Command: ...
 
 
-Push = Callable[[Command], None]
+Push = Callable[[Any], None]  # takes the commands ``Commands`` made

@@ -147,7 +147,7 @@ class ChipsItem(QGraphicsItem):
         event.accept()
 
     def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        self.parentItem().scene().toggle_expanded(self.parentItem().key)
+        self.parentItem().scene().toggle_expanded(self.parentItem().key)  # type: ignore[attr-defined]
 
 
 class FoldItem(QGraphicsItem):
@@ -173,7 +173,7 @@ class FoldItem(QGraphicsItem):
         event.accept()
 
     def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        self.parentItem().scene().toggle_expanded(self.parentItem().key)
+        self.parentItem().scene().toggle_expanded(self.parentItem().key)  # type: ignore[attr-defined]
 
 
 def node_lines(node: Node) -> list[tuple[str, str]]:
@@ -201,7 +201,7 @@ def measure(node: Node, expanded: bool) -> tuple[float, float]:
         style.NODE_MAX_W,
     )
     height = style.HEADER_H + (len(lines) * style.LINE_H + 8 if lines else 0)
-    height += _bands_height(node, expanded)
+    height += _bands_height(node, expanded)  # type: ignore[assignment]
     return width, height
 
 
@@ -362,11 +362,11 @@ class NodeItem(QGraphicsItem):
     # ---- gestures ---------------------------------------------------------------------------
     def mouseMoveEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         super().mouseMoveEvent(event)  # moves every selected box
-        self.scene().boxes_dragged()
+        self.scene().boxes_dragged()  # type: ignore[attr-defined]
 
     def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         if self.header_rect().contains(event.pos()) and self.node.index is not None:
-            self.scene().rename_requested.emit(self.key)
+            self.scene().rename_requested.emit(self.key)  # type: ignore[attr-defined]
             event.accept()
             return
         super().mouseDoubleClickEvent(event)

@@ -90,7 +90,7 @@ def _rank(nodes: Sequence[Key], pairs: set[tuple[Key, Key]]) -> dict[Key, int]:
             indegree[w] -= 1
             if indegree[w] == 0:
                 ready.append(w)
-    rank = {}
+    rank: dict[Hashable, int] = {}
     for v in order:
         rank[v] = max((rank[u] + 1 for u in preds[v]), default=0)
     for v in reversed(order):  # lift towards the consumers where that shortens more wires than it lengthens
@@ -294,7 +294,9 @@ def layered(
     lay = _Layering(list(nodes), sizes, list(edges), rank_gap, node_gap, dummy_width)
     lay.order()
     x = lay.place()
-    ys, heights, y = [], [], 0.0
+    ys: list[float] = []
+    heights: list[float] = []
+    y = 0.0
     for r, layer in enumerate(lay.layers):
         height = max((sizes[v][1] for v in layer if not isinstance(v, _Dummy)), default=0.0)
         if r:

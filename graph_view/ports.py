@@ -54,7 +54,7 @@ class PortItem(QGraphicsItem):
 
     # ---- the connect gesture -------------------------------------------------------------
     def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        if event.button() != Qt.MouseButton.LeftButton or not self.scene().editable:
+        if event.button() != Qt.MouseButton.LeftButton or not self.scene().editable:  # type: ignore[attr-defined]
             event.ignore()
             return
         self._drag = QGraphicsPathItem()
@@ -69,7 +69,7 @@ class PortItem(QGraphicsItem):
         path = QPainterPath(self.centre())
         path.lineTo(event.scenePos())
         self._drag.setPath(path)
-        self.scene().highlight_targets(self, event.scenePos())
+        self.scene().highlight_targets(self, event.scenePos())  # type: ignore[attr-defined]
 
     def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         if self._drag is None:
@@ -77,13 +77,13 @@ class PortItem(QGraphicsItem):
         scene = self.scene()
         scene.removeItem(self._drag)
         self._drag = None
-        target = scene.target_at(self, event.scenePos())
-        scene.highlight_targets(None, event.scenePos())
+        target = scene.target_at(self, event.scenePos())  # type: ignore[attr-defined]
+        scene.highlight_targets(None, event.scenePos())  # type: ignore[attr-defined]
         if (
             target is not None
             and QLineF(event.buttonDownScenePos(Qt.MouseButton.LeftButton), event.scenePos()).length() > 4
         ):
-            scene.finish_connection(self, *target)
+            scene.finish_connection(self, *target)  # type: ignore[attr-defined]
 
 
 def accepts(source: PortItem, target: PortItem) -> bool:

@@ -37,7 +37,8 @@ class GraphScene(QGraphicsScene):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.net = caffe_pb2.NetParameter()
-        self.phase, self.splits, self.downward = caffe_pb2.TRAIN, False, False
+        self.phase: int = caffe_pb2.TRAIN
+        self.splits, self.downward = False, False
         self.editing = True  # False: a picture only (the draw command, or no way to push commands)
         self.cache_items = True  # False when rendering to a file: an SVG wants text, not cached bitmaps
         self.expanded: set[str] = set()
@@ -102,7 +103,7 @@ class GraphScene(QGraphicsScene):
             self.wires.append(wire)
             self._wires_of[edge.src].append(wire)
             self._wires_of[edge.dst].append(wire)
-        for item in self.items():
+        for item in self.items():  # type: ignore[assignment]
             if getattr(item, "key", None) in selected:
                 item.setSelected(True)
         if not self.detailed:
@@ -121,7 +122,12 @@ class GraphScene(QGraphicsScene):
         key = (tuple(sizes.items()), tuple(edges), self.downward)
         if key != self._layout_key:  # an edit of settings alone keeps the layout
             self._layout = layered(
-                list(self.graph.nodes), sizes, edges, self.downward, style.RANK_GAP, style.NODE_GAP
+                list(self.graph.nodes),
+                sizes,  # type: ignore[arg-type]
+                edges,
+                self.downward,
+                style.RANK_GAP,
+                style.NODE_GAP,
             )
             self._layout_key = key
         return self._layout
@@ -243,7 +249,7 @@ class GraphScene(QGraphicsScene):
         return next((b for b in node.band_items if b.key == key), node)
 
     # ---- drawing --------------------------------------------------------------------------
-    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:  # type: ignore[override]
         if painter.worldTransform().m11() < 0.6:
             painter.fillRect(rect, canvas_colours.background())
         else:

@@ -186,7 +186,7 @@ def _infer(layers: Sequence[LayerParameter], phase: int, module_dirs: Sequence[s
             param = LayerParameter()
             param.CopyFrom(source)
             if not param.HasField("phase"):
-                param.phase = phase
+                param.phase = phase  # type: ignore[assignment]  # a Phase number
             result = _one(param, [_blob(s) for s in bottom_shapes], DATA_TYPES)
             if source.type == "Python":
                 result = _explain_python(source, result, module_dirs)

@@ -81,7 +81,7 @@ def validate(graph: Graph) -> list[Problem]:
         for key in cycle:
             add(key, f"part of a cycle: {path}")
     if graph.split_error:
-        first = next(iter(graph.nodes), None)
+        first = next(iter(graph.nodes), None)  # type: ignore[assignment]
         if first is not None:
             add(first, f"cannot insert splits: {graph.split_error}")
     for key, layer in graph.layers.items():

@@ -156,7 +156,7 @@ class GraphView(QGraphicsView):
         return next((action for sequence, action in self._keys if sequence == pressed), None)
 
     def event(self, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.ShortcutOverride and self._bound(event) is not None:
+        if event.type() == QEvent.Type.ShortcutOverride and self._bound(event) is not None:  # type: ignore[arg-type]
             event.accept()  # ours: Delete, Ctrl+C... act on the canvas, not on the window's menus
             return True
         return super().event(event)

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow
 
+from app.commands import Command
+from app.document import Document
 from app.fillers.panel import FillerPanel
 from app.fillers.start_panel import NetStartPanel
-
-if TYPE_CHECKING:
-    from app.main_window import MainWindow
+from app.selection import Selection
 
 
-def add_initialisation_docks(window: MainWindow) -> tuple[QDockWidget, QDockWidget]:
+def add_initialisation_docks(
+    window: QMainWindow,
+    behind: QDockWidget,
+    doc: Document,
+    push: Callable[[Command], None],
+    selection: Selection,
+) -> tuple[QDockWidget, QDockWidget]:
     """The fillers dock and the how-the-net-starts dock; ``dock.widget()`` is the panel.
 
-    They sit behind the prototxt tab and compute nothing until their tab is shown.
+    They sit behind the ``behind`` tab (the prototxt's) and compute nothing until their tab is shown.
     """
     panels = (
-        ("Initialisation", "fillerDock", FillerPanel(window.doc, window.push, window.selection, window)),
-        ("How the net starts", "netStartDock", NetStartPanel(window.doc, window)),
+        ("Initialisation", "fillerDock", FillerPanel(doc, push, selection, window)),
+        ("How the net starts", "netStartDock", NetStartPanel(doc, window)),
     )
     docks = []
     for title, name, panel in panels:
@@ -29,7 +35,7 @@ def add_initialisation_docks(window: MainWindow) -> tuple[QDockWidget, QDockWidg
         dock.setObjectName(name)
         dock.setWidget(panel)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-        window.tabifyDockWidget(window.editor_dock, dock)
+        window.tabifyDockWidget(behind, dock)
         docks.append(dock)
-    window.editor_dock.raise_()
+    behind.raise_()
     return docks[0], docks[1]

@@ -164,7 +164,7 @@ class FillerRow(QFrame):
 
 def _editor(name: str, parent: QWidget) -> QWidget:
     """The schema's editor for FillerParameter field ``name``, sized for a row."""
-    editor = make_editor(_SCHEMA[name])
+    editor = make_editor(_SCHEMA[name])  # type: ignore[arg-type]
     editor.setParent(parent)
     editor.setObjectName(f"field_{name}")
     editor.setToolTip(field_doc("FillerParameter", name))

@@ -33,7 +33,7 @@ def _docs() -> dict[tuple[str, str], str]:
             stack.append(message.group(1))
             block = []
         elif comment:
-            if block and block[-1] is None:  # type: ignore[comparison-overlap]
+            if block and block[-1] is None:
                 block = []
             block.append(comment.group(1).strip())
         elif field and stack and stack[-1] is not None:

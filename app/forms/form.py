@@ -212,8 +212,8 @@ class _ScalarRow(_Row):
         super().__init__(form, f, path)
         self.label = self._label()
         self.input = make_editor(f, choices)
-        self.input.committed.connect(lambda value: form.edited.emit(path, value))
-        self.input.invalid.connect(form.invalid.emit)
+        self.input.committed.connect(lambda value: form.edited.emit(path, value))  # type: ignore[attr-defined]
+        self.input.invalid.connect(form.invalid.emit)  # type: ignore[attr-defined]
         self.widget = QWidget(form)
         line = QHBoxLayout(self.widget)
         line.setContentsMargins(0, 0, 0, 0)
@@ -235,7 +235,7 @@ class _ScalarRow(_Row):
 
     def update(self, root: Message, message: Message) -> bool:
         is_set = _is_set(message, self.field)
-        self.input.set_value(getattr(message, self.field.name))
+        self.input.set_value(getattr(message, self.field.name))  # type: ignore[attr-defined]
         self.reset.setVisible(is_set and not self.fixed)
         self._mark(self.label, is_set)
         return is_set
@@ -256,12 +256,12 @@ class _ListRow(_Row):
 
     def update(self, root: Message, message: Message) -> bool:
         items = list(getattr(message, self.field.name))
-        self.widget.set_value(items)
+        self.widget.set_value(items)  # type: ignore[attr-defined]
         self._mark(self.label, bool(items))
         return bool(items)
 
     def editor(self, rest: str) -> QWidget:
-        return self.widget.items[int(rest)] if rest else self.widget
+        return self.widget.items[int(rest)] if rest else self.widget  # type: ignore[attr-defined]
 
 
 class _GroupRow(_Row):
@@ -272,7 +272,7 @@ class _GroupRow(_Row):
         self.group = Group(f.name, form, expanded=False, clearable=True)
         self.group.header.setToolTip(_tooltip(f))
         self.group.cleared.connect(lambda: form.edited.emit(path, None))
-        self.child = MessageForm(f.message_type, f"{path}.", options=form.options, parent=self.group.body)
+        self.child = MessageForm(f.message_type, f"{path}.", options=form.options, parent=self.group.body)  # type: ignore[arg-type]
         self.child.edited.connect(form.edited.emit)
         self.child.invalid.connect(form.invalid.emit)
         self.group.add_widget(self.child)
@@ -315,7 +315,7 @@ class _RepeatedGroupRow(_Row):
         form.add_row(None, self.group)
 
     def add(self) -> None:
-        self.form.edited.emit(self.path, [*self._items, GetMessageClass(self.field.message_type)()])
+        self.form.edited.emit(self.path, [*self._items, GetMessageClass(self.field.message_type)()])  # type: ignore[arg-type]
 
     def remove(self, index: int) -> None:
         self.form.edited.emit(self.path, [m for i, m in enumerate(self._items) if i != index])
@@ -344,7 +344,10 @@ class _RepeatedGroupRow(_Row):
         group = Group(f"{self.field.name} [{index}]", self.group.body, removable=True)
         group.removed.connect(lambda: self.remove(index))
         child = MessageForm(
-            self.field.message_type, f"{self.path}.{index}.", options=self.form.options, parent=group.body
+            self.field.message_type,  # type: ignore[arg-type]
+            f"{self.path}.{index}.",
+            options=self.form.options,
+            parent=group.body,
         )
         child.edited.connect(self.form.edited.emit)
         child.invalid.connect(self.form.invalid.emit)

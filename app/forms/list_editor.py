@@ -66,7 +66,7 @@ class ListEditor(QWidget):
             row = self._items.pop().parentWidget()
             if self.add_button.parentWidget().parentWidget() is row:
                 self._empty_row.layout().insertWidget(0, self.add_button)
-            self._layout.removeWidget(row)
+            self._layout.removeWidget(row)  # type: ignore[arg-type]
             row.deleteLater()
         while len(self._items) < len(items):
             self._add_row()

@@ -91,14 +91,14 @@ def parse_value(field: FieldDescriptor, text: str) -> Any:
         return value
     if k == "float":
         try:
-            value = float(text)
+            number = float(text)
         except ValueError:
             raise ValueError(f"{field.name}: '{text}' is not a number") from None
-        if not math.isfinite(value):
+        if not math.isfinite(number):
             raise ValueError(f"{field.name}: must be a finite number")
-        if field.type == T.TYPE_FLOAT and abs(value) > _FLOAT32_MAX:
+        if field.type == T.TYPE_FLOAT and abs(number) > _FLOAT32_MAX:
             raise ValueError(f"{field.name}: {text} is too large for a float")
-        return value
+        return number
     if k == "bool":
         lowered = text.lower()
         if lowered in ("true", "1", "yes", "on"):

@@ -67,15 +67,15 @@ class Inspector(QWidget):
         )
         self.header = LayerHeader(self)
         self.message = RefusalLabel(self)
-        self.scroll = QScrollArea(self)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll = QScrollArea(self)  # type: ignore[assignment, method-assign]
+        self.scroll.setWidgetResizable(True)  # type: ignore[attr-defined]
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)  # type: ignore[attr-defined]
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.header)
         layout.addWidget(self.message)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.scroll, 1)  # type: ignore[arg-type]
 
         self.forms: dict[str, MessageForm] = {}  # section key -> form, for the page on show
         self.sections: dict[str, Group] = {}
@@ -142,7 +142,7 @@ class Inspector(QWidget):
                 layout,
                 "net",
                 "Net",
-                MessageForm(caffe_pb2.NetParameter.DESCRIPTOR, "", _NET_FIELDS, self.options),
+                MessageForm(caffe_pb2.NetParameter.DESCRIPTOR, "", _NET_FIELDS, self.options),  # type: ignore[arg-type]
             )
         else:
             layer_type, params = key[1], key[2:]
@@ -150,7 +150,10 @@ class Inspector(QWidget):
             for name in params:
                 sub = _LAYER.fields_by_name[name].message_type
                 self._section(
-                    layout, name, _title(name, layer_type), MessageForm(sub, f"{name}.", None, self.options)
+                    layout,
+                    name,
+                    _title(name, layer_type),
+                    MessageForm(sub, f"{name}.", None, self.options),  # type: ignore[arg-type]
                 )
             self._section(layout, "learning", "Learning", self._layer_form(LEARNING_FIELDS), expanded=False)
             self._section(layout, "rules", "Phase && rules", self._layer_form(RULE_FIELDS), expanded=False)
@@ -159,14 +162,14 @@ class Inspector(QWidget):
             self.stray.setWordWrap(True)
             layout.addWidget(self.stray)
         layout.addStretch(1)
-        old = self.scroll.takeWidget()
-        self.scroll.setWidget(page)
+        old = self.scroll.takeWidget()  # type: ignore[attr-defined]
+        self.scroll.setWidget(page)  # type: ignore[attr-defined]
         if old is not None:
             old.deleteLater()
         return True
 
     def _layer_form(self, fields: tuple[str, ...]) -> MessageForm:
-        return MessageForm(_LAYER, "", fields, self.options)
+        return MessageForm(_LAYER, "", fields, self.options)  # type: ignore[arg-type]
 
     def _section(
         self, layout: QVBoxLayout, key: str, title: str, form: MessageForm, expanded: bool = True

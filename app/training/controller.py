@@ -103,7 +103,7 @@ class TrainingController(QObject):
 
     def stop(self) -> None:
         if self._worker and self.busy:
-            self._set_status(self.current, "stopping")
+            self._set_status(self.current, "stopping")  # type: ignore[arg-type]
             self._worker.trainer.stop()
 
     def snapshot(self) -> None:

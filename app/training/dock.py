@@ -98,7 +98,7 @@ class TrainingDock(QDockWidget):
         self.device.addItems(["CPU", "GPU"])
         reason = backend.gpu_unavailable_reason()
         if reason:
-            self.device.model().item(1).setEnabled(False)
+            self.device.model().item(1).setEnabled(False)  # type: ignore[attr-defined]
             self.device.setItemData(1, f"GPU unavailable: {reason}", Qt.ItemDataRole.ToolTipRole)
             self.device.setToolTip(f"GPU unavailable: {reason}")
         self.gpu_reason = reason

@@ -38,7 +38,7 @@ class Bridge(QObject):
     """Lives in the GUI thread; emitting from the worker queues the call to the GUI's slots."""
 
     batch = Signal(object)  # {"points": (k, 4) array of iter, seconds, loss, lr; "lines": [(seconds, line)]}
-    event = Signal(str, object)  # the Trainer's kind and payload, plus "seconds"
+    event = Signal(str, object)  # type: ignore[assignment]  # the Trainer's kind and payload, plus "seconds"
     answered = Signal(object, object, object)  # (answer callable, result, error message)
 
 
