@@ -84,9 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("output")
 
-    for name, command in sub.choices.items():  # every command that reads a prototxt
+    for name, subparser in sub.choices.items():  # every command that reads a prototxt
         if name != "device_query":
-            command.add_argument(
+            subparser.add_argument(
                 "--drop-unknown-fields", action="store_true",
                 help="read prototxt without the fields BVLC Caffe's schema lacks (a fork's), saying which",
             )  # fmt: skip
