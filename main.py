@@ -84,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("output")
 
+    p = sub.add_parser("export", help="the net as ONNX or a PyTorch module, or a torchrun training package")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="NET OUT.onnx|OUT.py, or OUT_DIR")
+    p.add_argument("--solver", default="", help="write a training package for this solver into OUT_DIR")
+    p.add_argument("--weights", default="", help="a .caffemodel to export (default: the fillers')")
+    p.add_argument("--phase", choices=PHASES, default="TEST")
+    p.add_argument("--dynamic-batch", action="store_true", help="ONNX: leave the batch axis free")
     for name, subparser in sub.choices.items():  # every command that reads a prototxt
         if name != "device_query":
             subparser.add_argument(
@@ -125,6 +131,10 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         return lambda args: cli_upgrade.run([args.input, args.output])
     if name == "draw":
         from graph_view.cli_draw import run
+
+        return run
+    if name == "export":
+        from engine.export.cli import run
 
         return run
     modules = {
