@@ -1,10 +1,53 @@
-"""The ONNX exporter's entry (the layer mappings are being written)."""
+"""`main.py export NET.prototxt OUT.onnx`: the net, with its weights (or its fillers' seeded values),
+as an ONNX model whose inputs and outputs carry the Caffe blob names."""
 
 from __future__ import annotations
 
-from engine.export import ExportError, needs
+from typing import Any
+
+import numpy as np
+
+from engine import rng
+from engine.cli.common import read_net, read_weights
+from engine.export import ExportError
+from engine.export.onnx_walk import build_graph
+from engine.export.onnx_write import to_model
+from engine.net import Net
+from proto import caffe_pb2
+from proto.atomic import write_bytes_atomic
+
+SEED = 1  # the fillers' seed when no weights are given (as `main.py fill`'s default)
 
 
-def export_onnx(net_path: str, out_path: str, **options: object) -> str:
-    needs("onnx")
-    raise ExportError("export to ONNX is not available yet in this version")
+def net_model(net: Net, dynamic_batch: bool = False) -> Any:
+    """The built engine Net (its parameters as they are now) as a checked onnx ModelProto."""
+    return to_model(build_graph(net, dynamic_batch), net.name)
+
+
+def export_onnx(
+    net_path: str,
+    out_path: str,
+    weights: str | None = None,
+    phase: int = caffe_pb2.TEST,
+    dynamic_batch: bool = False,
+) -> str:
+    copy_weights = read_weights(weights) if weights else None
+    with rng.seeded(SEED):
+        net = Net(read_net(net_path), phase=phase, xp=np)
+    if copy_weights:
+        copy_weights(net)
+    try:
+        model = net_model(net, dynamic_batch)
+    except ExportError:
+        raise
+    except Exception as exc:  # onnx.checker's ValidationError: a mapping that wrote a bad graph
+        raise ExportError(
+            f"{net_path}: the ONNX model failed onnx.checker: {str(exc).splitlines()[0]}"
+        ) from exc
+    write_bytes_atomic(out_path, model.SerializeToString())
+    graph = model.graph
+    names = lambda values: ", ".join(v.name for v in values)  # noqa: E731
+    return (
+        f"wrote {out_path}: opset {model.opset_import[0].version}, {len(graph.node)} nodes, "
+        f"inputs {names(graph.input)}, outputs {names(graph.output)}"
+    )

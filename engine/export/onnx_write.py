@@ -1,0 +1,35 @@
+"""A :class:`Graph` as an onnx ModelProto, checked by ``onnx.checker`` (the only module importing onnx)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.export import needs
+from engine.export.onnx_graph import Graph
+
+OPSET = 18
+BATCH = "N"  # the free batch axis' name with --dynamic-batch
+
+
+def to_model(g: Graph, name: str) -> Any:
+    onnx = needs("onnx")
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    floats = onnx.TensorProto.FLOAT
+
+    def info(value: str, shape: tuple[int, ...], known: bool = True) -> Any:
+        dims: list[Any] = list(shape) if known else [None] * len(shape)  # outputs: rank only
+        if g.dynamic_batch and dims and known:
+            dims[0] = BATCH
+        return helper.make_tensor_value_info(value, floats, dims)
+
+    nodes = [helper.make_node(n.op, n.inputs, n.outputs, name=n.name, **n.attrs) for n in g.nodes]
+    inits = [numpy_helper.from_array(array, value) for value, array in g.initializers.items()]
+    outputs = [info(value, shape, not g.dynamic_batch) for value, shape in g.outputs]
+    graph = helper.make_graph(nodes, name or "net", [info(v, s) for v, s in g.inputs], outputs, inits)
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="barista",
+        doc_string="exported from a Caffe net by Barista; computes what Caffe computes",
+    )  # fmt: skip
+    model.ir_version = min(model.ir_version, 9)  # readable by onnxruntime releases of the last years
+    onnx.checker.check_model(model, full_check=True)
+    return model
