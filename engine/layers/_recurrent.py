@@ -51,6 +51,9 @@ class RecurrentLayer(Layer):
     blob_names: ClassVar[tuple[tuple[str, str], ...]] = ()
     family = "recurrent"
     params = ("recurrent_param",)
+    template = (
+        'recurrent_param { num_output: 64 weight_filler { type: "xavier" } bias_filler { type: "constant" } }'
+    )
 
     @classmethod
     def bottoms_needed(cls, param: Any) -> int:

@@ -38,6 +38,17 @@ class Layer:
     # What the type is, for whoever describes it without setting it up (see engine/layers/facts.py).
     family: ClassVar[str] = ""  # one of facts.FAMILIES
     params: ClassVar[tuple[str, ...]] = ()  # the ``*_param`` messages it reads, most specific first
+    # A new layer of the type: its parameters as prototxt (the values Caffe's examples start from,
+    # so it runs once wired) and its tops ("{name}": the layer's; default: one top named after it).
+    template: ClassVar[str] = ""
+    top_names: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def new_tops(cls, name: str) -> list[str]:
+        """The tops a new layer called ``name`` gets."""
+        if cls.top_names:
+            return [top.format(name=name) for top in cls.top_names]
+        return [] if cls.exact_num_top == 0 else [name]
 
     @classmethod
     def learnable_blobs(cls, param: caffe_pb2.LayerParameter) -> list[ParamBlob] | None:

@@ -155,6 +155,10 @@ class BaseConvolutionLayer(Layer):
     reverse_dimensions: ClassVar[bool] = False  # True for Deconvolution
     family = "vision"
     params = ("convolution_param",)
+    template = (
+        'convolution_param { num_output: 32 kernel_size: 3 weight_filler { type: "xavier" } '
+        'bias_filler { type: "constant" } }'
+    )
 
     @classmethod
     def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:

@@ -30,6 +30,8 @@ from engine.layers.registry import register_layer
 class DataLayer(BasePrefetchingDataLayer):
     family = "data"
     params = ("data_param", "transform_param")
+    top_names = ("data", "label")
+    template = "data_param { batch_size: 64 backend: LMDB }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

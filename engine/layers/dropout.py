@@ -22,6 +22,7 @@ class DropoutLayer(NeuronLayer):
     """
 
     params = ("dropout_param",)
+    template = "dropout_param { dropout_ratio: 0.5 }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

@@ -25,6 +25,10 @@ class EmbedLayer(Layer):
     exact_num_top = 1
     family = "vision"
     params = ("embed_param",)
+    template = (
+        'embed_param { num_output: 32 input_dim: 1000 weight_filler { type: "xavier" } '
+        'bias_filler { type: "constant" } }'
+    )
 
     @classmethod
     def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:

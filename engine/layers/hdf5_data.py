@@ -28,6 +28,8 @@ class HDF5DataLayer(BasePrefetchingDataLayer):
     max_top = -1
     family = "data"
     params = ("hdf5_data_param",)
+    top_names = ("data", "label")
+    template = "hdf5_data_param { batch_size: 64 }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

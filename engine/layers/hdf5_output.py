@@ -31,6 +31,7 @@ class HDF5OutputLayer(Layer):
     exact_num_top = 0
     family = "loss"
     params = ("hdf5_output_param",)
+    template = 'hdf5_output_param { file_name: "output.h5" }'
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.file_name = self.param.hdf5_output_param.file_name

@@ -26,6 +26,7 @@ class Im2colLayer(Layer):
     exact_num_top = 1
     family = "vision"
     params = ("convolution_param",)
+    template = "convolution_param { kernel_size: 3 }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

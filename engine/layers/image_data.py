@@ -30,6 +30,8 @@ class ImageDataLayer(BasePrefetchingDataLayer):
     exact_num_top = 2
     family = "data"
     params = ("image_data_param", "transform_param")
+    top_names = ("data", "label")
+    template = "image_data_param { batch_size: 64 }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

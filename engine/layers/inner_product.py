@@ -25,6 +25,10 @@ class InnerProductLayer(Layer):
     exact_num_top = 1
     family = "vision"
     params = ("inner_product_param",)
+    template = (
+        'inner_product_param { num_output: 64 weight_filler { type: "xavier" } '
+        'bias_filler { type: "constant" } }'
+    )
 
     @classmethod
     def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:

@@ -26,6 +26,7 @@ class InputLayer(Layer):
     min_top = 1
     family = "data"
     params = ("input_param",)
+    template = "input_param { shape { dim: 1 dim: 3 dim: 224 dim: 224 } }"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         shapes = self.param.input_param.shape
@@ -51,6 +52,7 @@ class DummyDataLayer(Layer):
     min_top = 1
     family = "data"
     params = ("dummy_data_param",)
+    template = "dummy_data_param { shape { dim: 64 dim: 1 dim: 28 dim: 28 } }"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         p = self.param.dummy_data_param

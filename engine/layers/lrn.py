@@ -28,6 +28,7 @@ class LRNLayer(Layer):
     exact_num_top = 1
     family = "normalisation"
     params = ("lrn_param",)
+    template = "lrn_param { local_size: 5 alpha: 0.0001 beta: 0.75 }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

@@ -74,6 +74,7 @@ class LSTMUnitLayer(Layer):
     exact_num_bottom = 3
     exact_num_top = 2
     family = "recurrent"
+    top_names = ("{name}_c", "{name}_h")
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         n = bottom[0].shape[1] if bottom[0].num_axes > 1 else -1

@@ -31,6 +31,8 @@ class MemoryDataLayer(Layer):
     exact_num_top = 2
     family = "data"
     params = ("memory_data_param", "transform_param")
+    top_names = ("data", "label")
+    template = "memory_data_param { batch_size: 64 channels: 1 height: 28 width: 28 }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

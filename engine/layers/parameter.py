@@ -21,6 +21,7 @@ class ParameterLayer(Layer):
     exact_num_top = 1
     family = "structure"
     params = ("parameter_param",)
+    template = "parameter_param { shape { dim: 1 dim: 64 } }"
 
     @classmethod
     def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:

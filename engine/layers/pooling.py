@@ -47,6 +47,7 @@ class PoolingLayer(Layer):
     max_top = 2
     family = "pooling"
     params = ("pooling_param",)
+    template = "pooling_param { pool: MAX kernel_size: 2 stride: 2 }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

@@ -73,6 +73,7 @@ class ClipLayer(InputKeepingNeuronLayer):
     """
 
     params = ("clip_param",)
+    template = "clip_param { min: 0 max: 6 }"  # ReLU6
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

@@ -24,6 +24,7 @@ class ReshapeLayer(Layer):
     exact_num_top = 1
     family = "structure"
     params = ("reshape_param",)
+    template = "reshape_param { shape { dim: 0 dim: -1 } }"  # keeps the batch axis, flattens the rest
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

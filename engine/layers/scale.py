@@ -30,6 +30,7 @@ class ScaleLayer(Layer):
     bias_layer: BiasLayer | None = None  # the bias_term's helper layer, sharing the last blob
     family = "normalisation"
     params = ("scale_param",)
+    template = "scale_param { bias_term: true }"
 
     @classmethod
     def learnable_blobs(cls, param: Any) -> list[facts.ParamBlob]:

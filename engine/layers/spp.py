@@ -24,6 +24,7 @@ class SPPLayer(Layer):
     exact_num_top = 1
     family = "pooling"
     params = ("spp_param",)
+    template = "spp_param { pyramid_height: 2 }"
 
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
         self.height = self.param.spp_param.pyramid_height

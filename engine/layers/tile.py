@@ -22,6 +22,7 @@ class TileLayer(Layer):
     exact_num_top = 1
     family = "structure"
     params = ("tile_param",)
+    template = "tile_param { tiles: 2 }"
 
     @classmethod
     def static_problems(cls, param: Any) -> Iterator[str]:

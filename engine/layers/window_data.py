@@ -35,6 +35,11 @@ class WindowDataLayer(BasePrefetchingDataLayer):
     exact_num_top = 2
     family = "data"
     params = ("window_data_param", "transform_param")
+    top_names = ("data", "label")
+    template = (  # R-CNN's fine-tuning settings (Caffe's finetune_pascal_detection); no window file yet
+        "window_data_param { batch_size: 128 context_pad: 16 fg_threshold: 0.5 bg_threshold: 0.5 "
+        "fg_fraction: 0.25 } transform_param { crop_size: 227 mirror: true }"
+    )
 
     def data_layer_setup(self, top: list[Blob]) -> BatchMaker:
         p = self.param.window_data_param

@@ -166,3 +166,16 @@ def test_each_solver_declares_the_fields_it_reads_and_refuses_what_caffe_refuses
     assert list(solver_class("RMSProp").param_problems(param)) == ["Momentum cannot be used with RMSProp."]
     assert all(f in fields for read in lr_policy.POLICY_FIELDS.values() for f in read)
     assert tuple(lr_policy.POLICY_FIELDS) == lr_policy.POLICIES
+
+
+@pytest.mark.parametrize("layer_type", layer_types())
+def test_a_new_layer_is_made_of_what_its_type_reads(layer_type):
+    """``template`` sets only messages the type reads, and ``new_tops`` fits the type's top count."""
+    cls = layer_class(layer_type)
+    param = text_format.Parse(cls.template, caffe_pb2.LayerParameter())
+    assert {f.name for f, _ in param.ListFields()} <= set(cls.params)
+    assert list(cls.static_problems(param)) == []
+    tops = cls.new_tops("x")
+    if cls.exact_num_top >= 0:
+        assert len(tops) == cls.exact_num_top
+    assert len(tops) >= max(cls.min_top, 0) and (cls.max_top < 0 or len(tops) <= cls.max_top)
