@@ -18,28 +18,10 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QTreeWidget, QTreeWidgetItem, Q
 from app.commands import AddLayer, Command, CommandError
 from app.document import Document
 from app.layer_families import DESCRIPTIONS, colour_of, grouped, matches
-from engine.layers import layer_types
+from engine.layers import NeuronLayer, find_layer_class, layer_types
 
 MIME_TYPE = "application/x-barista-layer-type"
 TYPE_ROLE = Qt.ItemDataRole.UserRole
-# Layers that usually run in place on their producer's blob (top = bottom), as Caffe's examples do.
-IN_PLACE = {
-    "ReLU",
-    "PReLU",
-    "ELU",
-    "Sigmoid",
-    "TanH",
-    "Swish",
-    "Clip",
-    "AbsVal",
-    "BNLL",
-    "Dropout",
-    "Power",
-    "Threshold",
-    "Exp",
-    "Log",
-}
-_SOURCES = {"Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData", "WindowData", "Parameter"}
 
 
 def swatch(colour: str, size: int = 12) -> QIcon:
@@ -242,10 +224,11 @@ class Palette(QWidget):
         if current is not None and current < len(self.doc.net.layer):
             index = current + 1
             source = self.doc.layer(current)
-            if source.top and layer_type not in _SOURCES:
+            cls = find_layer_class(layer_type)
+            if source.top and (cls is None or cls.exact_num_bottom != 0):  # a source reads no bottom
                 del layer.bottom[:]
                 layer.bottom.append(source.top[0])
-                if layer_type in IN_PLACE:  # ReLU on conv1 writes conv1, as Caffe's nets do
+                if cls is not None and issubclass(cls, NeuronLayer):  # ReLU on conv1 writes conv1
                     layer.top[:] = [source.top[0]]
         try:
             self._push(AddLayer(layer, index))

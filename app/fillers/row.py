@@ -127,6 +127,7 @@ class FillerRow(QFrame):
     def _build_fields(self, kind: str) -> None:
         while (item := self.fields.takeAt(0)) is not None:
             if (widget := item.widget()) is not None:
+                widget.hide()  # now: it is deleted only once the event loop gets to it
                 widget.deleteLater()
         self.editors = {}
         for name in FIELDS.get(kind, ()):
@@ -169,7 +170,7 @@ def _editor(name: str, parent: QWidget) -> QWidget:
     editor.setObjectName(f"field_{name}")
     editor.setToolTip(field_doc("FillerParameter", name))
     if isinstance(editor, QSpinBox) and name == "sparse":
-        editor.setMinimum(-1)  # -1: every weight kept
+        editor.setRange(-1, 1_000_000)  # -1: every weight kept; a narrow box for a narrow dock
         editor.setSpecialValueText("off")
     if isinstance(editor, QLineEdit):
         editor.setMaximumWidth(90)
