@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from engine.layers import find_layer_class
 from proto import caffe_pb2
 
 LayerParameter = caffe_pb2.LayerParameter
@@ -70,13 +71,8 @@ def _pool(layer: LayerParameter) -> str:
 
 
 def _data(layer: LayerParameter) -> str:
-    field = {
-        "Data": "data_param",
-        "ImageData": "image_data_param",
-        "HDF5Data": "hdf5_data_param",
-        "WindowData": "window_data_param",
-    }
-    p = getattr(layer, field.get(layer.type, "data_param"))
+    cls = find_layer_class(layer.type)
+    p = getattr(layer, cls.params[0] if cls is not None and cls.params else "data_param")  # its own message
     source = os.path.basename(p.source.rstrip("/")) if p.source else "no source"
     text = f"{source} · batch {p.batch_size}"
     crop = layer.transform_param.crop_size
