@@ -32,7 +32,7 @@ def build_graph(net: Net, dynamic_batch: bool = False) -> Graph:
     }
     done: Counter[int] = Counter()
     current: dict[int, str] = {}
-    params: dict[int, str] = {}
+    params: dict[tuple[int, tuple[int, ...]], str] = {}
 
     def name_write(tid: int) -> str:
         blob, k = net.blob_names[tid], done[tid]
@@ -55,7 +55,10 @@ def build_graph(net: Net, dynamic_batch: bool = False) -> Graph:
         arrays = [backend.to_host(b.data).astype(np.float32) for b in layer.blobs]
         names = []
         for j, blob in enumerate(layer.blobs):
-            key = id(blob.data)  # shared parameters (param { name }) share one initializer
+            # Parameters shared by name (param { name }) are one initializer, their owner's.
+            pid = net.param_id_vecs[i][j] if j < len(net.param_id_vecs[i]) else -1 - len(params)
+            owner = net.param_owners[pid] if pid >= 0 and net.param_owners[pid] >= 0 else pid
+            key = (owner, blob.shape)  # (PERMISSIVE sharing may view the values in another shape)
             if key not in params:
                 params[key] = g.const(arrays[j], f"{j}")
             names.append(params[key])

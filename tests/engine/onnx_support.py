@@ -42,6 +42,7 @@ def compare(
     dynamic_batch: bool = False,
     seed: int = 0,
     every_blob: bool = True,
+    batch: int | None = None,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Export ``net`` as it is, then run the engine's forward and onnxruntime on the same inputs.
 
@@ -54,6 +55,10 @@ def compare(
         taken = {name for name, _ in g.inputs} | {name for name, _ in g.outputs}
         g.outputs += [(n, net.blob_by_name(n).shape) for n in net.blob_names if n not in taken]
     model = to_model(g, net.name)
+    if batch is not None:
+        for name in net.input_blob_names:
+            net.blob_by_name(name).reshape((batch, *net.blob_by_name(name).shape[1:]))
+        net.reshape()
     draw = np.random.default_rng(seed)
     feeds = {**labels(net, draw), **(feeds or {})}
     for name in net.input_blob_names:

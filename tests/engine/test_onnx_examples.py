@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from onnx_support import assert_agree, build, compare, randomize
 
+from engine.export.onnx_walk import build_graph
+from engine.export.onnx_write import to_model
 from proto import caffe_pb2, textio
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "resources" / "examples"
@@ -58,3 +60,23 @@ def test_lenet_with_data_layers_agrees(tmp_path, phase):
     results = compare(build(param, phase=phase))
     assert "loss" in results and ("accuracy" in results) == (phase == caffe_pb2.TEST)
     assert_agree(results)
+
+
+@pytest.mark.parametrize("name", ["fcn.prototxt", "siamese.prototxt", "inception.prototxt"])
+def test_example_net_with_a_free_batch_runs_at_another_batch(name):
+    net = randomize(build(textio.read_net(EXAMPLES / name), batch=2))
+    results = compare(net, dynamic_batch=True, batch=3)
+    assert all(want.shape[:1] == (3,) for _, want in results.values() if want.ndim)
+    assert_agree(results)
+
+
+def test_shared_weights_are_one_initializer():
+    """siamese.prototxt's two towers share their parameters by name: the model holds them once."""
+    net = build(textio.read_net(EXAMPLES / "siamese.prototxt"), batch=2)
+    model = to_model(build_graph(net), net.name)
+    names = [t.name for t in model.graph.initializer]
+    owned = [f"{layer}/{i}" for layer in ("conv1", "conv2", "ip1", "ip2", "feat") for i in (0, 1)]
+    assert set(owned) <= set(names)
+    assert not any(n.endswith("_p/0") or n.endswith("_p/1") for n in names), names
+    convs = [n for n in model.graph.node if n.op_type == "Conv"]
+    assert len(convs) == 4 and {n.input[1] for n in convs} == {"conv1/0", "conv2/0"}
