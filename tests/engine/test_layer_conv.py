@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from vision_support import replay_golden_layer
@@ -343,20 +341,3 @@ def test_reshape_rejects_changed_channels_and_mismatched_bottoms():
 @pytest.mark.parametrize("case, name", [("convolution", "conv"), ("deconvolution", "deconv")])
 def test_matches_caffe_golden(xp, goldens, case, name):
     replay_golden_layer(goldens, case, name, xp)
-
-
-def test_lenet_convolutions_take_little_time():
-    """Forward + backward of LeNet's two convolutions (batch 64, float32) stays well inside a budget."""
-    timings = []
-    for shape, out in (((64, 1, 28, 28), 20), ((64, 20, 12, 12), 50)):
-        layer = make_layer(conv_text(num_output=out, kernel_size=5), dtype=np.float32)
-        bottom = [random_blob(shape, dtype=np.float32)]
-        top = blobs(1, dtype=np.float32)
-        layer.setup(bottom, top)
-        top[0].diff[...] = 1
-        start = time.perf_counter()
-        for _ in range(3):
-            layer.forward(bottom, top)
-            layer.backward(top, [True], bottom)
-        timings.append((time.perf_counter() - start) / 3)
-    assert sum(timings) < 1.0, f"LeNet convolutions took {timings} s per forward+backward"
