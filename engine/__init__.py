@@ -4,50 +4,20 @@
 set_device, set_random_seed, layer_type_list, get_solver and the per-type Solver classes,
 net specification (NetSpec, layers, params, to_proto), coord_map, Classifier and Detector.
 
-``caffe.layers`` is this package's layer implementations, which also serve as pycaffe's net-spec
-factory (``L.Convolution(...)``; see engine/layers/__init__.py). pycaffe's ``caffe.proto``
-subpackage is our top-level ``proto`` package, registered as ``engine.proto`` too so that
+That surface is loaded lazily (PEP 562): ``import engine.net`` runs only this file's few lines,
+and a name such as ``caffe.Net`` imports its module on first use. ``caffe.layers`` is this
+package's layer implementations, which also serve as pycaffe's net-spec factory
+(``L.Convolution(...)``; see engine/layers/__init__.py). pycaffe's ``caffe.proto`` subpackage is
+our top-level ``proto`` package, registered as ``engine.proto`` too so that
 ``from engine.proto import caffe_pb2`` works.
 """
 
+import importlib
 import sys
+from typing import Any
 
 import proto  # `caffe.proto.caffe_pb2`, as pycaffe scripts spell it
 import proto.caffe_pb2
-from engine import coord_map, io, layers, net_spec
-from engine.backend import set_device, set_mode_cpu, set_mode_gpu
-from engine.classifier import Classifier
-from engine.detector import Detector
-from engine.layers import layer_types as layer_type_list
-from engine.net_spec import NetSpec, params, to_proto
-from engine.pycaffe import (
-    TEST,
-    TRAIN,
-    Blob,
-    Layer,
-    Net,
-    Timer,
-    has_nccl,
-    init_log,
-    log,
-    set_multiprocess,
-    set_solver_count,
-    set_solver_rank,
-    solver_count,
-    solver_rank,
-)
-from engine.pycaffe_solver import (
-    NCCL,
-    AdaDeltaSolver,
-    AdaGradSolver,
-    AdamSolver,
-    NesterovSolver,
-    RMSPropSolver,
-    SGDSolver,
-    Solver,
-    get_solver,
-)
-from engine.rng import set_random_seed
 
 # `import engine.proto` / `from engine.proto import caffe_pb2` find the very same module objects.
 sys.modules.setdefault(f"{__name__}.proto", proto)
@@ -55,43 +25,69 @@ sys.modules.setdefault(f"{__name__}.proto.caffe_pb2", proto.caffe_pb2)
 
 __version__ = "1.0.0"  # the Caffe version whose behaviour the engine follows
 
-__all__ = [
-    "Classifier",
-    "NCCL",
-    "Timer",
-    "Detector",
-    "NetSpec",
-    "coord_map",
-    "layers",
-    "net_spec",
-    "params",
-    "to_proto",
-    "AdaDeltaSolver",
-    "AdaGradSolver",
-    "AdamSolver",
-    "NesterovSolver",
-    "RMSPropSolver",
-    "SGDSolver",
-    "Solver",
-    "get_solver",
-    "has_nccl",
-    "init_log",
-    "io",
-    "log",
-    "proto",
-    "set_multiprocess",
-    "set_solver_count",
-    "set_solver_rank",
-    "solver_count",
-    "solver_rank",
-    "TEST",
-    "TRAIN",
-    "Blob",
-    "Layer",
-    "Net",
-    "layer_type_list",
-    "set_device",
-    "set_mode_cpu",
-    "set_mode_gpu",
-    "set_random_seed",
-]
+# name -> (module, attribute in it; None: the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "coord_map": ("engine.coord_map", None),
+    "io": ("engine.io", None),
+    "layers": ("engine.layers", None),
+    "net_spec": ("engine.net_spec", None),
+    "layer_type_list": ("engine.layers", "layer_types"),
+    "set_device": ("engine.backend", "set_device"),
+    "set_mode_cpu": ("engine.backend", "set_mode_cpu"),
+    "set_mode_gpu": ("engine.backend", "set_mode_gpu"),
+    "set_random_seed": ("engine.rng", "set_random_seed"),
+    "Classifier": ("engine.classifier", "Classifier"),
+    "Detector": ("engine.detector", "Detector"),
+    **{name: ("engine.net_spec", name) for name in ("NetSpec", "params", "to_proto")},
+    **{
+        name: ("engine.pycaffe", name)
+        for name in (
+            "TEST",
+            "TRAIN",
+            "Blob",
+            "Layer",
+            "Net",
+            "Timer",
+            "has_nccl",
+            "init_log",
+            "log",
+            "set_multiprocess",
+            "set_solver_count",
+            "set_solver_rank",
+            "solver_count",
+            "solver_rank",
+        )
+    },
+    **{
+        name: ("engine.pycaffe_solver", name)
+        for name in (
+            "NCCL",
+            "AdaDeltaSolver",
+            "AdaGradSolver",
+            "AdamSolver",
+            "NesterovSolver",
+            "RMSPropSolver",
+            "SGDSolver",
+            "Solver",
+            "get_solver",
+        )
+    },
+}
+
+__all__ = ["proto", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    """The pycaffe surface, imported on first use (and kept, so the next use is a plain lookup)."""
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from PIL import Image
 
 from proto import caffe_pb2
 
@@ -192,6 +191,8 @@ class Transformer:
 def load_image(filename: str, color: bool = True) -> np.ndarray:
     """An image file as float32 in [0, 1]: H x W x 3 (RGB; grayscale tiled) or, with color=False and a
     grayscale file, H x W x 1. An alpha channel is dropped; integers are divided by their dtype's maximum."""
+    from PIL import Image  # loaded by the first image read, not by `import engine`
+
     with Image.open(filename) as opened:
         pil: Image.Image = opened
         if pil.mode in ("P", "PA", "CMYK", "YCbCr", "LAB", "HSV"):

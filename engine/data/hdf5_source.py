@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import h5py
 import numpy as np
 
 from engine.data.errors import DataError
 from engine.data.paths import resolve
+
+if TYPE_CHECKING:
+    import h5py
 
 
 def read_file_list(path: Path) -> list[Path]:
@@ -103,6 +106,8 @@ class HDF5Files:
 
     @staticmethod
     def _open(path: Path) -> h5py.File:
+        import h5py  # only an HDF5 source loads it
+
         try:
             return h5py.File(os.fspath(path), "r")
         except (OSError, ValueError) as exc:
@@ -110,6 +115,8 @@ class HDF5Files:
 
     @staticmethod
     def _dataset(f: h5py.File, path: Path, name: str) -> h5py.Dataset:
+        import h5py
+
         item = f.get(name)
         if not isinstance(item, h5py.Dataset):
             raise DataError(f"Failed to find HDF5 dataset {name} in {path}")

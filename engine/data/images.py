@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import io
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
 
 from engine.data.errors import DataError
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 _NATIVE = {  # OpenCV's IMREAD_ANYCOLOR: one channel stays one, several become BGR
     "L": "L",
@@ -31,6 +34,8 @@ _NATIVE = {  # OpenCV's IMREAD_ANYCOLOR: one channel stays one, several become B
 
 def decode_image(data: bytes, mode: str | None = None, name: str = "<image>") -> np.ndarray:
     """An encoded image (PNG, JPEG, ...) as a (C, H, W) uint8 array."""
+    from PIL import Image, UnidentifiedImageError  # only a net reading images loads PIL
+
     try:
         with Image.open(io.BytesIO(data)) as image:
             return _to_array(image, mode, name)
@@ -49,6 +54,8 @@ def read_image(path: str | os.PathLike[str], mode: str | None = "color") -> np.n
 
 
 def _to_array(image: Image.Image, mode: str | None, name: str) -> np.ndarray:
+    from PIL import Image
+
     if image.mode.startswith("I;16"):  # 16-bit gray: OpenCV without IMREAD_ANYDEPTH keeps the high byte
         high = (np.asarray(image).astype(np.uint16) >> 8).astype(np.uint8)
         image = Image.fromarray(high, "L")

@@ -14,17 +14,21 @@ import os
 import threading
 import weakref
 from pathlib import Path
-
-import lmdb
+from typing import TYPE_CHECKING
 
 from engine.data.errors import DataError
 from proto import caffe_pb2
+
+if TYPE_CHECKING:
+    import lmdb
 
 _envs: dict[str, list] = {}  # real path -> [environment, number of sources using it]
 _envs_lock = threading.RLock()
 
 
 def _acquire(path: Path) -> tuple[str, lmdb.Environment]:
+    import lmdb  # only a net reading an LMDB loads it
+
     key = os.path.realpath(path)
     with _envs_lock:
         entry = _envs.get(key)
@@ -67,6 +71,8 @@ class LMDBSource:
         self.path = path
         if not path.exists():
             raise DataError(f"cannot open the LMDB {path}: No such file or directory")
+        import lmdb
+
         try:
             key, self._env = _acquire(path)
         except lmdb.Error as exc:
@@ -82,6 +88,8 @@ class LMDBSource:
 
     def read(self, start: int, count: int) -> list[tuple[bytes, bytes]]:
         """(key, value) of records ``start .. start + count - 1``, wrapping around the end."""
+        import lmdb
+
         try:
             cursor = self._seek(start % self.count)
             records = []

@@ -6,7 +6,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import lmdb
 import numpy as np
 
 from proto import caffe_pb2
@@ -23,6 +22,8 @@ def write_datum_lmdb(
         raise ValueError(
             f"expected uint8 images (N, C, H, W) and N labels, got {images.shape} {images.dtype}"
         )
+    import lmdb  # only writing a database loads it
+
     n, c, h, w = images.shape
     datum = caffe_pb2.Datum(channels=c, height=h, width=w)
     # Leaf pages hold whole records: room for each record plus its page share, doubled for the tree.

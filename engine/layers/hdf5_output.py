@@ -13,14 +13,17 @@ several batches leaves all of them in the file, readable by an HDF5Data layer.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-import h5py
 import numpy as np
 
 from engine import backend
 from engine.blob import Blob
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
+
+if TYPE_CHECKING:
+    import h5py
 
 DATASETS = ("data", "label")
 
@@ -52,6 +55,8 @@ class HDF5OutputLayer(Layer):
                 f"data blob and label blob must have the same batch size: {arrays[0].shape[0]} vs "
                 f"{arrays[1].shape[0]}"
             )
+        import h5py  # only a net that writes HDF5 loads it
+
         try:
             with h5py.File(self.file_name, "a" if self.rows_written else "w") as f:
                 for name, array in zip(DATASETS, arrays):
