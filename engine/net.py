@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from engine import backend
+from engine import backend, weights
 from engine.blob import Blob, shape_string
 from engine.errors import EngineError, LayerOutOfMemoryError, NetError, UnknownTypeError
 from engine.insert_splits import insert_splits
@@ -449,42 +449,9 @@ class Net:
 
         ``source`` is a NetParameter, or a weights file: HDF5 when the file is HDF5, else a binary
         caffemodel, parsed and upgraded (V0, V1, ...) as ``ReadNetParamsFromBinaryFileOrDie`` does.
-        Layers are matched by name alone, so a source layer of another type loads when its blobs fit;
-        a name this net lacks is skipped with Caffe's log line "Ignoring source layer NAME". A matched
-        layer must bring exactly as many blobs as it holds, each of a shape ``Blob::ShapeEquals``
-        accepts (legacy num/channels/height/width match the shape padded with leading 1s to 4 axes:
-        a 1x1xOxI InnerProduct weight, a 1x1x1xO bias) and with values for every element (double_data
-        before data; diffs too when the source has any). Everything is checked before anything is
-        written, so a refused source leaves the net as it was.
+        The rules (matching by name, shape checks, nothing written unless all fits) are engine.weights'.
         """
-        if not isinstance(source, caffe_pb2.NetParameter):
-            from engine.solvers.weights_h5 import copy_trained_layers_from_file
-
-            copy_trained_layers_from_file(self, source)
-            return
-        from proto.upgrade import net_needs_upgrade, upgrade_net_as_needed
-
-        param = upgrade_net_as_needed(source) if net_needs_upgrade(source) else source
-        copies: list[tuple[Blob, caffe_pb2.BlobProto]] = []
-        for layer in param.layer:
-            if layer.name not in self.layer_names:
-                log.info("Ignoring source layer %s", layer.name)
-                continue
-            target = self.layers[self.layer_names.index(layer.name)].blobs
-            if len(target) != len(layer.blobs):
-                raise NetError(
-                    f"Incompatible number of blobs for layer {layer.name} "
-                    f"(the source has {len(layer.blobs)}, this net's layer {len(target)})"
-                )
-            for j, (blob, proto) in enumerate(zip(target, layer.blobs)):
-                _check_trained_blob(layer.name, j, blob, proto)
-                copies.append((blob, proto))
-        for blob, proto in copies:  # one blob at a time: no second copy of a whole model in memory
-            data = proto.double_data if len(proto.double_data) else proto.data
-            blob.data[...] = blob.xp.asarray(np.asarray(data, blob.dtype).reshape(blob.shape))
-            diff = proto.double_diff if len(proto.double_diff) else proto.diff
-            if len(diff):
-                blob.diff[...] = blob.xp.asarray(np.asarray(diff, blob.dtype).reshape(blob.shape))
+        weights.copy_trained_layers_from(self, source)
 
     def to_proto(self, write_diff: bool = False) -> caffe_pb2.NetParameter:
         """The net as Caffe serialises it: its name and every layer as built (splits included)."""
@@ -575,28 +542,6 @@ class Net:
             )
 
 
-def _check_trained_blob(layer: str, j: int, blob: Blob, proto: caffe_pb2.BlobProto) -> None:
-    """Raise the NetError Caffe's ``ShapeEquals`` / ``FromProto`` checks would end in, if any."""
-    if not blob.shape_equals(proto):
-        legacy = any(proto.HasField(f) for f in ("num", "channels", "height", "width"))
-        dims = (proto.num, proto.channels, proto.height, proto.width) if legacy else tuple(proto.shape.dim)
-        raise NetError(
-            f"Cannot copy param {j} weights from layer '{layer}'; shape mismatch.  Source param shape is "
-            f"{_caffe_shape_string(dims)}; target param shape is {_caffe_shape_string(blob.shape)}. "
-            "To learn this layer's parameters from scratch rather than copying from a saved net, "
-            "rename the layer."
-        )
-    # Values: double_* when present, else the float field; data must fill the blob, diff may be absent.
-    for double, single, required in (("double_data", "data", True), ("double_diff", "diff", False)):
-        field = double if len(getattr(proto, double)) else single
-        count = len(getattr(proto, field))
-        if count != blob.count() and (required or count):
-            raise NetError(
-                f"Cannot copy param {j} weights from layer '{layer}': its {field} holds {count} "
-                f"values for the shape {_caffe_shape_string(blob.shape)}"
-            )
-
-
 def _reshape(layer: Layer, bottom: list[Blob], top: list[Blob]) -> None:
     """A layer's reshape; a blob's refusal of its new shape (a ValueError) names the layer."""
     try:
@@ -620,8 +565,3 @@ def _in_layer(exc: EngineError, prefix: str) -> EngineError:
         return type(exc)(prefix + str(exc))
     except Exception:
         return NetError(prefix + str(exc))
-
-
-def _caffe_shape_string(shape: tuple[int, ...]) -> str:
-    """Blob::shape_string: each axis followed by a space, then the count: '5 12 (60)', '(1)'."""
-    return "".join(f"{d} " for d in shape) + f"({int(np.prod(shape, dtype=np.int64))})"

@@ -403,7 +403,7 @@ class Net:
 
     def copy_from(self, filename: str) -> None:
         """Caffe's CopyTrainedLayersFrom: HDF5 weights when the file is HDF5, else a binary caffemodel."""
-        from engine.solvers.weights_h5 import copy_trained_layers_from_file
+        from engine.weights import copy_trained_layers_from_file
 
         self._run(lambda: copy_trained_layers_from_file(self._net, str(filename)))
 
@@ -411,20 +411,20 @@ class Net:
         self._run(lambda: self._net.share_trained_layers_with(other._net))
 
     def save(self, filename: str) -> None:
-        from proto import binaryio
+        from engine.weights import write_net_binary
 
         self._mirrors.push()
-        binaryio.write_caffemodel(str(filename), self._net.to_proto(write_diff=False))
+        write_net_binary(self._net, str(filename))
 
     def save_hdf5(self, filename: str) -> None:
         """Caffe's Net::ToHDF5 without diffs: datasets data/LAYER/I, shared params by their owner only."""
-        from engine.solvers.weights_h5 import write_net_hdf5
+        from engine.weights import write_net_hdf5
 
         self._mirrors.push()
         write_net_hdf5(self._net, str(filename))
 
     def load_hdf5(self, filename: str) -> None:
-        from engine.solvers.weights_h5 import copy_trained_layers_from_hdf5
+        from engine.weights import copy_trained_layers_from_hdf5
 
         self._run(lambda: copy_trained_layers_from_hdf5(self._net, str(filename)))
 

@@ -17,8 +17,7 @@ from app.training.job import make_job
 from app.training.run import Run
 from app.training.worker import Worker
 from engine import backend
-from engine.solvers.weights_h5 import write_net_hdf5
-from proto import binaryio
+from engine.weights import write_net_binary, write_net_hdf5
 
 Answer = Callable[[Any, str | None], None]
 
@@ -141,7 +140,7 @@ class TrainingController(QObject):
             if path.endswith(".h5"):
                 write_net_hdf5(solver.net, path)
             else:
-                binaryio.write_caffemodel(path, solver.net.to_proto())
+                write_net_binary(solver.net, path)
             return path
 
         self._submit(write, lambda result, error: done(error))

@@ -40,7 +40,7 @@ def require_file(path: str, flag: str) -> None:
 def read_weights(path: str, flag: str = "--weights") -> Callable[[Net], None]:
     """Read a caffemodel up front (so a bad file is refused before anything is logged) and return
     what copies it into a net: ``CopyTrainedLayersFrom``, HDF5 when the file is HDF5, else binary."""
-    from engine.solvers.weights_h5 import copy_trained_layers_from_hdf5
+    from engine.weights import copy_trained_layers_from_hdf5
     from proto import binaryio, hdf5io
 
     require_file(path, flag)

@@ -31,7 +31,7 @@ from engine.graphs import GraphStep
 from engine.net import Net
 from engine.solvers import snapshots
 from engine.solvers.lr_policy import learning_rate
-from engine.solvers.weights_h5 import copy_trained_layers_from_file
+from engine.weights import copy_trained_layers_from_file
 from proto import caffe_pb2
 
 log = logging.getLogger("engine.solver")

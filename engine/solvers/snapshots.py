@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine import backend
 from engine.errors import EngineError
-from engine.solvers.weights_h5 import copy_trained_layers_from_file, write_net_hdf5
+from engine.weights import copy_trained_layers_from_file, write_net_hdf5
 from proto import binaryio, caffe_pb2, hdf5io
 
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ LAYERS = ("proto", "engine", "graph_view", "app", "main")  # each may import onl
 # Module cycles the engine still has (its entry and weight loading are issue #15's engine part);
 # none may be added, and they are not allowed anywhere else.
 KNOWN_ENGINE_CYCLES = [
-    {"engine.net", "engine.solvers.weights_h5"},
     {"engine.solvers.base", "engine.solvers.snapshots"},
     {"engine.layers.python_layer", "engine.pycaffe"},
 ]

@@ -306,7 +306,7 @@ def test_a_real_caffe_model_still_loads_after_being_rewritten_in_v1_format(golde
 
 
 def test_hdf5_weights_load_through_the_same_call(tmp_path: Path):
-    from engine.solvers.weights_h5 import write_net_hdf5
+    from engine.weights import write_net_hdf5
 
     trained = build(MLP)
     trained.copy_trained_layers_from(weights(("fc", "InnerProduct", [blob_proto(W_FC), blob_proto(B_FC)])))

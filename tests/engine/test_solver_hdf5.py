@@ -13,7 +13,7 @@ from test_solvers import EXTRA, solver_for
 
 from engine.errors import EngineError, NetError
 from engine.net import Net
-from engine.solvers.weights_h5 import copy_trained_layers_from_file, write_net_hdf5
+from engine.weights import copy_trained_layers_from_file, write_net_hdf5
 from proto import caffe_pb2, hdf5io
 from proto.errors import FormatError
 
