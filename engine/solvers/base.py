@@ -28,19 +28,11 @@ from engine import backend, parallel, rng
 from engine.blob import Blob
 from engine.errors import EngineError
 from engine.graphs import GraphStep
-from engine.net import Net
-from engine.solvers import snapshots
+from engine.solvers import nets, snapshots
 from engine.solvers.lr_policy import learning_rate
-from engine.weights import copy_trained_layers_from_file
 from proto import caffe_pb2
 
 log = logging.getLogger("engine.solver")
-
-
-def _read_net(path: str) -> caffe_pb2.NetParameter:
-    from proto import textio
-
-    return textio.read_net(path)
 
 
 class Solver:
@@ -67,8 +59,8 @@ class Solver:
         self.check_param()
         if self.param.random_seed >= 0:
             rng.set_random_seed(self.param.random_seed)
-        self.net = self._init_train_net()
-        self.test_nets = self._init_test_nets()
+        self.net = nets.build_train_net(self.param, self.xp, self.say, self._path)
+        self.test_nets = nets.build_test_nets(self.param, self.xp, self.say, self._path)
         self.say("Solver scaffolding done.")
         self.iter = 0
         self.current_step = 0
@@ -108,78 +100,6 @@ class Solver:
         if self.base_dir is None or os.path.isabs(path):
             return path
         return str(self.base_dir / path)
-
-    def _init_train_net(self) -> Net:
-        p = self.param
-        sources = [f for f in ("net", "net_param", "train_net", "train_net_param") if p.HasField(f)]
-        fields = "net, net_param, train_net, train_net_param"
-        if not sources:
-            raise EngineError(f"SolverParameter must specify a train net using one of these fields: {fields}")
-        if len(sources) > 1:
-            raise EngineError(
-                "SolverParameter must not contain more than one of these fields specifying a train_net: "
-                f"{fields} (found {', '.join(sources)})"
-            )
-        source = sources[0]
-        if source.endswith("_param"):
-            net_param = caffe_pb2.NetParameter()
-            net_param.CopyFrom(getattr(p, source))
-            self.say(f"Creating training net specified in {source}.")
-        else:
-            self.say(f"Creating training net from {source} file: {getattr(p, source)}")
-            net_param = _read_net(self._path(getattr(p, source)))
-        state = caffe_pb2.NetState(phase=caffe_pb2.TRAIN)
-        state.MergeFrom(net_param.state)
-        state.MergeFrom(p.train_state)
-        net_param.state.CopyFrom(state)
-        return self._load_weights(Net(net_param, xp=self.xp))
-
-    def _init_test_nets(self) -> list[Net]:
-        p = self.param
-        generic = [f for f in ("net", "net_param") if p.HasField(f)]
-        if len(generic) > 1:
-            raise EngineError("Both net_param and net_file may not be specified.")
-        specific = len(p.test_net_param) + len(p.test_net)
-        if generic and len(p.test_iter) < specific or not generic and len(p.test_iter) != specific:
-            raise EngineError("test_iter must be specified for each test network.")
-        instances = specific + (len(p.test_iter) - specific)
-        if p.test_state and len(p.test_state) != instances:
-            raise EngineError("test_state must be unspecified or specified once per test net.")
-        if instances and p.test_interval <= 0:
-            raise EngineError("test_interval must be positive when there are test nets")
-        params: list[caffe_pb2.NetParameter] = [caffe_pb2.NetParameter() for _ in range(instances)]
-        sources: list[str] = []
-        for net_param in p.test_net_param:
-            params[len(sources)].CopyFrom(net_param)
-            sources.append("test_net_param")
-        for path in p.test_net:
-            params[len(sources)].CopyFrom(_read_net(self._path(path)))
-            sources.append(f"test_net file: {path}")
-        if generic and len(sources) < instances:
-            shared = p.net_param if generic[0] == "net_param" else _read_net(self._path(p.net))
-            source = "net_param" if generic[0] == "net_param" else f"net file: {p.net}"
-            for i in range(len(sources), instances):
-                params[i].CopyFrom(shared)
-                sources.append(source)
-        nets = []
-        for i, net_param in enumerate(params):
-            state = caffe_pb2.NetState(phase=caffe_pb2.TEST)
-            state.MergeFrom(net_param.state)
-            if p.test_state:
-                state.MergeFrom(p.test_state[i])
-            net_param.state.CopyFrom(state)
-            self.say(f"Creating test net (#{i}) specified by {sources[i]}")
-            nets.append(self._load_weights(Net(net_param, xp=self.xp)))
-        return nets
-
-    def _load_weights(self, net: Net) -> Net:
-        """The solver's ``weights`` (each entry a comma-separated list), copied in as Caffe master's
-        LoadNetWeights does, into the train net and every test net; HDF5 or binary by content."""
-        for entry in self.param.weights:
-            for name in (n.strip() for n in entry.split(",")):
-                self.say(f"Finetuning from {name}")
-                copy_trained_layers_from_file(net, self._path(name))
-        return net
 
     # --- the loop ----------------------------------------------------------------------------
     def step(self, iters: int) -> None:
