@@ -76,7 +76,9 @@ class Worker:
 
     def release(self) -> None:
         """Drop the solver (its nets and arrays) once the run is over and nothing will ask for it."""
-        self.trainer.solver = None
+        solver, self.trainer.solver = self.trainer.solver, None
+        if solver is not None:
+            solver.close()  # its data threads stop and its databases close now, not at exit
 
     # ---- the worker thread (and the GUI thread for ``submit(here=True)``) -------------------
     def serve(self, reply: Callable[[Answer, Any, str | None], None]) -> None:

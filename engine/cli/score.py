@@ -76,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         backend.set_mode_cpu()
     provide_bundled_mnist([param], say)
     net = Net(param)
-    copy_weights(net)
-    score(net, args.iterations, say)
+    try:
+        copy_weights(net)
+        score(net, args.iterations, say)
+    finally:
+        net.close()
     return 0

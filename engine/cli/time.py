@@ -86,5 +86,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         say("Use CPU.")
         backend.set_mode_cpu()
-    benchmark(Net(param), args.iterations, say)
+    net = Net(param)
+    try:
+        benchmark(net, args.iterations, say)
+    finally:
+        net.close()
     return 0

@@ -153,13 +153,16 @@ def run(args: argparse.Namespace) -> int:
     provide_bundled_mnist(nets, say)
     with handler:
         solver = create_solver(param, log_fn=glog.solver_printer)
-        solver.action = handler.action
-        if args.snapshot:
-            say(f"Resuming from {args.snapshot}")
-            solver.restore(args.snapshot)
-        elif weights:
-            copy_weights(solver, weights)
-        say("Starting Optimization")
-        solver.solve()
+        try:
+            solver.action = handler.action
+            if args.snapshot:
+                say(f"Resuming from {args.snapshot}")
+                solver.restore(args.snapshot)
+            elif weights:
+                copy_weights(solver, weights)
+            say("Starting Optimization")
+            solver.solve()
+        finally:
+            solver.close()
     say("Optimization Done.")
     return 0

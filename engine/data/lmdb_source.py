@@ -4,7 +4,8 @@ Records are addressed by a running index (record ``i`` is the ``i % count``-th i
 a reader can ask for any stretch; reading on from where the last read stopped is a cursor step.
 lmdb opens a database once per process, so every source (a train and a test net may read the same
 one) shares one read-only environment, counted, each with its own transaction and cursor; the
-environment closes when its last source is dropped. LEVELDB, Caffe's other backend, is not
+environment closes when its last source is closed or dropped, and at interpreter exit only after
+every prefetch thread has been joined (engine.data.teardown). LEVELDB, Caffe's other backend, is not
 supported: the error says so and how to convert.
 """
 
@@ -16,6 +17,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.data import teardown
 from engine.data.errors import DataError
 from proto import caffe_pb2
 
@@ -79,6 +81,8 @@ class LMDBSource:
             raise DataError(f"cannot open the LMDB {path}: {exc}") from exc
         self._reader = _Reader()
         self._finalizer = weakref.finalize(self, _release, key, self._reader)
+        self._finalizer.atexit = False  # at exit teardown.close_all closes it, after joining the threads
+        teardown.track_source(self)
         try:
             self.count = int(self._env.stat()["entries"])
         except lmdb.Error as exc:
@@ -90,6 +94,8 @@ class LMDBSource:
         """(key, value) of records ``start .. start + count - 1``, wrapping around the end."""
         import lmdb
 
+        if not self._finalizer.alive:
+            raise DataError(f"the LMDB {self.path} is closed")
         try:
             cursor = self._seek(start % self.count)
             records = []

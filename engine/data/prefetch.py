@@ -6,7 +6,9 @@ draws go into batch ``i`` is decided by ``make`` alone, so the order never depen
 timing. An exception raised by ``make`` is handed to the consumer by ``next()``, which raises it.
 
 The thread holds only ``make`` and the queue, never the owner: when the Prefetcher is dropped
-(its layer and net with it) the thread is told to stop.
+(its layer and net with it) the thread is told to stop. ``close`` stops it and waits for it, and
+every Prefetcher is closed at interpreter exit before any data source is (engine.data.teardown),
+so no thread is still reading when a database closes or a library unloads.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
+
+from engine.data import teardown
 
 PREFETCH_COUNT = 4  # Caffe's default DataParameter.prefetch
 _POLL_S = 0.05
@@ -30,6 +34,8 @@ class Prefetcher:
         )
         self._error: BaseException | None = None
         self._finalizer = weakref.finalize(self, self._stop.set)
+        self._finalizer.atexit = False  # teardown.close_all joins the thread at exit instead
+        teardown.track_thread(self)
         self._thread.start()
 
     def next(self) -> Any:
@@ -51,7 +57,8 @@ class Prefetcher:
     def close(self) -> None:
         """Stop the thread and wait for it (it finishes the batch it is making)."""
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
 
 
 def _produce(

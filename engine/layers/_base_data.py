@@ -8,6 +8,8 @@ seed the layer drew at setup, so the thread can make batches ahead (``data_param
 default) without the order depending on timing, and ``seek(i)`` makes the next forward produce
 batch ``i`` exactly as an uninterrupted run would (for resuming from a snapshot). Each forward
 reshapes the tops to the batch and copies it to the layer's array module once. No backward.
+``close`` stops and joins the prefetch thread, then closes the source (a batch maker's own
+``close``, when it has one): the layer cannot read after it.
 """
 
 from __future__ import annotations
@@ -64,14 +66,21 @@ class BasePrefetchingDataLayer(Layer):
 
     def seek(self, batch_index: int) -> None:
         """Make the next forward produce batch ``batch_index`` (0: the first batch after setup)."""
-        self.close()
+        self.stop_prefetch()
         self.batches_served = int(batch_index)
 
+    def stop_prefetch(self) -> None:
+        """Stop prefetching and wait for the thread (a later forward starts again where this stopped)."""
+        prefetcher, self._prefetcher = getattr(self, "_prefetcher", None), None
+        if prefetcher is not None:
+            prefetcher.close()
+
     def close(self) -> None:
-        """Stop prefetching (a later forward starts again where this one stopped)."""
-        if self._prefetcher is not None:
-            self._prefetcher.close()
-            self._prefetcher = None
+        """Stop and join the prefetch thread, then close the source; the layer cannot read after."""
+        self.stop_prefetch()
+        close = getattr(getattr(self, "make_batch", None), "close", None)
+        if callable(close):
+            close()
 
     @contextlib.contextmanager
     def data_errors(self) -> Iterator[None]:

@@ -88,6 +88,9 @@ class DatumBatches:
             labels[k] = datum.label
         return images, labels
 
+    def close(self) -> None:
+        self.source.close()
+
     def __call__(self, index: int) -> tuple[np.ndarray, ...]:
         images, labels = self.arrays(self.skip + index * self.batch_size, self.batch_size)
         data = self.transformer(images, batch_rng(self.transformer, self.seed, index))

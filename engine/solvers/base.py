@@ -411,3 +411,8 @@ class Solver:
         then the data layers are put where an uninterrupted run would be."""
         snapshots.load(self, state_file)
         self._seek_data()
+
+    def close(self) -> None:
+        """Stop the nets' data prefetch threads and close their sources (weights stay readable)."""
+        for net in [self.net, *self.test_nets]:
+            net.close()
