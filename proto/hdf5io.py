@@ -11,19 +11,23 @@ The layouts are facts of the format, as Caffe's ``Net::ToHDF5`` and ``SGDSolver`
   scalar NUL-terminated string, and a group ``history`` with the history blobs ``0``, ``1``, ...
 - HDF5Output: datasets ``data`` and ``label``.
 
-Arrays are written in the net's float type (float32, or float64 for a double net). Readers give
-clear ``FormatError``s naming the file and the dataset.
+Arrays are written in the net's float type (float32, or float64 for a double net), atomically
+(proto.atomic: a killed write leaves the old file or none, never a torn one under the final
+name). Readers give clear ``FormatError``s naming the file and the dataset.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
 
+from proto.atomic import atomic_file
 from proto.errors import FormatError
 
 PathLike = str | os.PathLike[str]
@@ -51,8 +55,19 @@ def _open(path: PathLike, mode: str) -> h5py.File:
     try:
         return h5py.File(os.fspath(path), mode)
     except (OSError, ValueError) as exc:
-        action = "open" if mode == "r" else "create"
-        raise FormatError(path, f"cannot {action} the HDF5 file: {exc}") from exc
+        raise FormatError(path, f"cannot open the HDF5 file: {exc}") from exc
+
+
+@contextmanager
+def _create(path: PathLike) -> Iterator[h5py.File]:
+    """A new HDF5 file that replaces ``path`` when the block ends without error (never a torn one)."""
+    with atomic_file(path, lock=False) as tmp:  # HDF5 locks the file it writes itself
+        try:
+            with h5py.File(tmp, "w") as f:
+                yield f
+        except (OSError, ValueError, RuntimeError) as exc:  # h5py's errors name our temporary file
+            message = str(exc).replace(tmp, os.fspath(path))
+            raise FormatError(path, f"cannot write the HDF5 file: {message}") from exc
 
 
 def _float_array(array: np.ndarray) -> np.ndarray:
@@ -113,7 +128,7 @@ class LayerWeights:
 
 def write_weights(path: PathLike, layers: Sequence[LayerWeights], write_diff: bool = False) -> None:
     """Write ``data/<layer>/<i>`` (and ``diff/<layer>/<i>``) for every layer, in order."""
-    with _open(path, "w") as f:
+    with _create(path) as f:
         data = f.create_group("data")
         diff = f.create_group("diff") if write_diff else None
         for layer in layers:
@@ -151,7 +166,7 @@ class SolverStateH5:
 
 
 def write_solverstate(path: PathLike, state: SolverStateH5) -> None:
-    with _open(path, "w") as f:
+    with _create(path) as f:
         save_int(f, "iter", state.iter)
         if state.learned_net is not None:
             save_string(f, "learned_net", state.learned_net)

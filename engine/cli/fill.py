@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 
 import numpy as np
 
 from engine import backend, rng
 from engine.cli.common import phase_value, read_net
 from engine.net import Net
+from proto.atomic import atomic_file
 
 
 def initial_parameters(path: str, phase: int, seed: int) -> dict[str, np.ndarray]:
@@ -26,12 +25,8 @@ def initial_parameters(path: str, phase: int, seed: int) -> dict[str, np.ndarray
 
 def run(args: argparse.Namespace) -> int:
     arrays = initial_parameters(args.model, phase_value(args.phase), args.seed)
-    folder = os.path.dirname(os.path.abspath(args.output))
-    with tempfile.NamedTemporaryFile(dir=folder, suffix=".npz", delete=False) as tmp:
-        np.savez(tmp, **arrays)  # type: ignore[arg-type]
-        tmp.flush()
-        os.fsync(tmp.fileno())
-    os.replace(tmp.name, args.output)
+    with atomic_file(args.output) as tmp, open(tmp, "wb") as f:  # umask's permissions, never a leak
+        np.savez(f, **arrays)  # type: ignore[arg-type]
     total = sum(a.size for a in arrays.values())
     print(f"wrote {len(arrays)} parameter blobs ({total} values) to {args.output}")
     return 0

@@ -19,7 +19,7 @@ from engine.cli import common, glog
 from engine.cli.signals import SignalHandler
 from engine.net import Net
 from engine.solvers import Solver, create_solver
-from proto import caffe_pb2
+from proto import atomic, caffe_pb2
 
 say = glog.tool_printer(210)
 
@@ -97,11 +97,13 @@ def check_inputs(args: argparse.Namespace, param: caffe_pb2.SolverParameter) -> 
         common.require_file(args.snapshot, "--snapshot")
     if param.snapshot or param.snapshot_after_train:
         folder = os.path.dirname(param.snapshot_prefix) or "."
-        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        try:  # by creating a file there: os.access says yes to root, and under /proc
+            atomic.check_folder_writable(folder, param.snapshot_prefix)
+        except atomic.WriteError as exc:
             raise common.CliError(
                 f"Cannot write to snapshot prefix '{param.snapshot_prefix}'. "
-                "Make sure that the directory exists and is writeable."
-            )
+                f"Make sure that the directory exists and is writeable ({exc.strerror})."
+            ) from None
 
 
 def choose_device(args: argparse.Namespace, param: caffe_pb2.SolverParameter) -> list[int]:

@@ -144,10 +144,11 @@ def test_atomic_write_leaves_the_old_file_when_it_fails(tmp_path: Path, monkeypa
     assert os.listdir(tmp_path) == ["f.bin"]  # the temporary file is gone
 
 
-def test_atomic_write_through_a_symlink_replaces_the_target(tmp_path: Path):
+def test_atomic_write_refuses_a_symlink_at_the_target_naming_it(tmp_path: Path):
     target = tmp_path / "real.prototxt"
     target.write_text("old")
     link = tmp_path / "link.prototxt"
     link.symlink_to(target)
-    write_text_atomic(link, "new")
-    assert link.is_symlink() and target.read_text() == "new"
+    with pytest.raises(OSError, match=f"cannot write {link}: it is a symbolic link"):
+        write_text_atomic(link, "new")
+    assert link.is_symlink() and target.read_text() == "old"  # neither the link nor its target changed
