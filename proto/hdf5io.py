@@ -19,8 +19,7 @@ name). Readers give clear ``FormatError``s naming the file and the dataset.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
