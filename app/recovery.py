@@ -4,11 +4,17 @@ A recovered net or solver arrives as an undoable edit on top of the file it came
 an empty document when it was untitled), so the window shows it unsaved and Save writes it
 where it belongs. Typing the editor held but the net did not (text that did not parse yet)
 goes back into the editor as it was.
+
+A session that cannot be read back (a manifest that is not an object, a ``saved_at`` that is no
+time, paths that are not strings, text that is not UTF-8, anything restoring it raises) never
+keeps the app from starting: it is moved aside to ``damaged-<session>`` beside the others, kept
+for the user, and a notice says where it went.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -22,6 +28,9 @@ from app.autosave import EDITOR_FILE, MANIFEST, NET_FILE, SOLVER_FILE, make_lock
 from app.commands import Command, ReplaceNet, ReplaceSolver
 from proto import caffe_pb2
 from proto.errors import FormatError
+from proto.inputs import read_regular_text
+
+DAMAGED = "damaged-"
 
 
 @dataclass
@@ -32,7 +41,7 @@ class Recovery:
 
     def text(self, name: str) -> str | None:
         try:
-            return (self.folder / name).read_text(encoding="utf-8")
+            return read_regular_text(self.folder / name)
         except OSError:
             return None
 
@@ -53,29 +62,87 @@ class Recovery:
         self.lock.unlock()
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    def move_aside(self, reason: str) -> str:
+        """Keep the session out of the way under ``damaged-<name>``; returns the notice to show."""
+        self.lock.unlock()
+        return move_aside(self.folder, reason)
 
-def find_crashed(folder: str | os.PathLike[str]) -> list[Recovery]:
+
+def move_aside(session: Path, reason: str) -> str:
+    target = session.with_name(DAMAGED + session.name)
+    try:
+        (session / "lock").unlink(missing_ok=True)
+        os.replace(session, target)
+    except OSError as exc:  # it cannot even be moved: remove it, so it cannot stop the next start
+        shutil.rmtree(session, ignore_errors=True)
+        why = exc.strerror or exc
+        return f"A damaged recovery session ({reason}) could not be kept ({why}) and was removed."
+    return f"A damaged recovery session ({reason}) was moved aside to {target}."
+
+
+def manifest_problem(manifest: object) -> str | None:
+    """Why a parsed manifest cannot be used, or None when it can."""
+    if not isinstance(manifest, dict):
+        return f"its manifest is a JSON {type(manifest).__name__}, not an object"
+    saved_at = manifest.get("saved_at", 0)
+    if isinstance(saved_at, bool) or not isinstance(saved_at, int | float) or not math.isfinite(saved_at):
+        return f"its saved_at {str(saved_at)[:40]!r} is not a time"
+    try:
+        time.localtime(saved_at)
+    except (OverflowError, OSError, ValueError):
+        return f"its saved_at {str(saved_at)[:40]!r} is not a time"
+    for key in ("net_path", "solver_path"):
+        if not isinstance(manifest.get(key), str | None):
+            return f"its {key} is not a path"
+    for key in ("net_dirty", "solver_dirty"):
+        if not isinstance(manifest.get(key, False), bool):
+            return f"its {key} is not true or false"
+    return None
+
+
+def find_crashed(folder: str | os.PathLike[str], notices: list[str] | None = None) -> list[Recovery]:
     """Sessions in ``folder`` whose window is gone and that hold unsaved work, newest first.
 
-    Empty sessions left behind are removed on the way. Each returned session's lock is held.
+    Empty sessions left behind are removed on the way; damaged ones are moved aside, a notice
+    for each appended to ``notices``. Each returned session's lock is held.
     """
     root = Path(folder)
     if not root.is_dir():
         return []
     found = []
     for session in sorted(root.glob("session-*")):
+        if session.is_symlink() or not session.is_dir():
+            continue  # not one of ours
         lock = make_lock(session)
         if not lock.tryLock(0):
             continue  # a running window owns it
         try:
-            manifest = json.loads((session / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            raw = read_regular_text(session / MANIFEST)
+        except FileNotFoundError:
             lock.unlock()
             shutil.rmtree(session, ignore_errors=True)  # nothing was unsaved there
+            continue
+        except (OSError, ValueError) as exc:
+            lock.unlock()
+            _tell(notices, move_aside(session, f"its manifest cannot be read: {exc}"))
+            continue
+        try:
+            manifest = json.loads(raw)
+            problem = manifest_problem(manifest)
+        except (ValueError, RecursionError) as exc:
+            problem = f"its manifest is not JSON: {str(exc)[:80]}"
+        if problem is not None:
+            lock.unlock()
+            _tell(notices, move_aside(session, problem))
             continue
         found.append(Recovery(session, lock, manifest))
     found.sort(key=lambda r: r.manifest.get("saved_at", 0), reverse=True)
     return found
+
+
+def _tell(notices: list[str] | None, notice: str) -> None:
+    if notices is not None:
+        notices.append(notice)
 
 
 def ask_recover(parent: QWidget, recovery: Recovery) -> bool:
@@ -87,6 +154,10 @@ def ask_recover(parent: QWidget, recovery: Recovery) -> bool:
         QMessageBox.StandardButton.Yes,
     )
     return answer == QMessageBox.StandardButton.Yes
+
+
+def tell_recovery(parent: QWidget, notice: str) -> None:
+    QMessageBox.information(parent, "Recovery", notice)
 
 
 def restore(window, recovery: Recovery) -> None:
@@ -122,7 +193,10 @@ def offer(window, folder: str | os.PathLike[str]) -> bool:
 
     The answered session is removed either way; older ones wait for the next start.
     """
-    sessions = find_crashed(folder)
+    notices: list[str] = []
+    sessions = find_crashed(folder, notices)
+    for notice in notices:
+        window.tell_recovery(notice)
     if not sessions:
         return False
     newest, restored = sessions[0], False
@@ -132,6 +206,11 @@ def offer(window, folder: str | os.PathLike[str]) -> bool:
             restored = True
         except (OSError, FormatError) as e:
             window.show_error("Cannot recover", str(e))
+        except Exception as e:  # whatever the session holds, the app must start: keep it aside
+            window.tell_recovery(newest.move_aside(f"restoring it failed: {type(e).__name__}: {e}"))
+            for session in sessions[1:]:
+                session.lock.unlock()
+            return False
     newest.discard()
     for session in sessions[1:]:
         session.lock.unlock()

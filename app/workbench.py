@@ -23,7 +23,7 @@ from app.find_bar import FindBar
 from app.inspector import Inspector
 from app.palette import Palette
 from app.recent import RecentFiles, fill_menu
-from app.recovery import ask_recover
+from app.recovery import ask_recover, tell_recovery
 from app.session import Session
 from app.solver_panel import SolverPanel
 from app.status_totals import StatusTotals
@@ -83,6 +83,7 @@ class Workbench(QObject):
         if recovery_dir is not None:
             self.autosave = Autosave(w.doc, recovery_dir, self._pending_text, autosave_ms, self)
         w.ask_recover = lambda recovery: ask_recover(w, recovery)
+        w.tell_recovery = lambda notice: tell_recovery(w, notice)
         self.session = Session(w, settings) if settings is not None else None
         self._shown = False
         self._default_size()

@@ -3,7 +3,8 @@
 As Caffe: the label is what follows the last space (so paths may hold spaces), ``root_folder`` is
 glued in front of every path as a string. Record ``i`` of the stream is item ``i % n`` of epoch
 ``i // n``'s order; with ``shuffle`` each epoch's order is a permutation drawn from (seed, epoch),
-so any record can be found again without replaying the ones before it.
+so any record can be found again without replaying the ones before it. A label must fit Caffe's
+``int`` (32 bits); the list is read in one linear pass.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import numpy as np
 from engine.data.errors import DataError
 from engine.data.images import read_image, resize_bilinear
 from engine.data.paths import resolve
+from proto.inputs import read_regular_text
+
+INT_MAX = 2**31 - 1
 
 
 def read_list(path: Path) -> list[tuple[str, int]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except OSError as exc:
         raise DataError(f"cannot open the image list {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -31,11 +35,14 @@ def read_list(path: Path) -> list[tuple[str, int]]:
             continue
         name, _, label = line.rpartition(" ")
         try:
-            lines.append((name, int(label)))
+            value = int(label)
         except ValueError:
             raise DataError(f"{path}:{number}: expected 'path label', got {line!r}") from None
         if not name:
             raise DataError(f"{path}:{number}: expected 'path label', got {line!r}")
+        if not -INT_MAX - 1 <= value <= INT_MAX:
+            raise DataError(f"{path}:{number}: the label {label} does not fit in 32 bits (Caffe's int)")
+        lines.append((name, value))
     if not lines:
         raise DataError(f"the image list {path} is empty")
     return lines
