@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from proto import caffe_pb2
+from proto.inputs import open_regular
 
 # ---------------------------------------------------------------- proto / datum / ndarray conversion
 
@@ -193,13 +194,16 @@ def load_image(filename: str, color: bool = True) -> np.ndarray:
     grayscale file, H x W x 1. An alpha channel is dropped; integers are divided by their dtype's maximum."""
     from PIL import Image  # loaded by the first image read, not by `import engine`
 
-    with Image.open(filename) as opened:
-        pil: Image.Image = opened
-        if pil.mode in ("P", "PA", "CMYK", "YCbCr", "LAB", "HSV"):
-            pil = pil.convert("RGB")
-        elif pil.mode == "LA":
-            pil = pil.convert("L")
-        raw = np.asarray(pil)
+    try:  # a FIFO or a device is refused; PIL's errors get the file's name
+        with open_regular(filename) as f, Image.open(f) as opened:
+            pil: Image.Image = opened
+            if pil.mode in ("P", "PA", "CMYK", "YCbCr", "LAB", "HSV"):
+                pil = pil.convert("RGB")
+            elif pil.mode == "LA":
+                pil = pil.convert("L")
+            raw = np.asarray(pil)
+    except Image.DecompressionBombError as exc:
+        raise Image.DecompressionBombError(f"{filename}: {exc}") from exc
     if raw.dtype.kind in "iu":
         img = (raw / float(np.iinfo(raw.dtype).max)).astype(np.float32)
     else:

@@ -15,6 +15,7 @@ engine runs and refreshed in place afterwards, so a reference kept across calls 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -25,10 +26,11 @@ import numpy as np
 from engine import backend
 from engine import net as core
 from engine.blob import Blob as CoreBlob
-from engine.errors import EngineError
+from engine.errors import EngineError, naming_file
 from engine.layers import Layer as CoreLayer
 from engine.layers.python_layer import PythonLayer
 from proto import caffe_pb2
+from proto.inputs import NotARegularFile, open_regular
 
 TRAIN = caffe_pb2.TRAIN
 TEST = caffe_pb2.TEST
@@ -248,10 +250,11 @@ class _FileError(RuntimeError, FileNotFoundError):
 def _check_file(path: str) -> None:
     """Fail early, as pycaffe's Net constructor does, on a file that cannot be opened."""
     try:
-        with open(path, "rb"):
+        with open_regular(path):
             pass
-    except OSError:
-        raise _FileError(f"Could not open file {path}") from None
+    except OSError as exc:
+        reason = f": {exc.strerror}" if isinstance(exc, NotARegularFile) else ""
+        raise _FileError(f"Could not open file {path}{reason}") from None
 
 
 def _read_net_param(path: str) -> caffe_pb2.NetParameter:
@@ -294,7 +297,9 @@ class Net:
                 if isinstance(network_file, caffe_pb2.NetParameter)
                 else _read_net_param(str(network_file))
             )
-            _core = core.Net(param, phase=phase, level=level, stages=list(stages or []))
+            named = contextlib.nullcontext() if param is network_file else naming_file(str(network_file))
+            with named:  # a net's error names the prototxt it came from
+                _core = core.Net(param, phase=phase, level=level, stages=list(stages or []))
         self._net = _core
         python_layers = [layer for layer in _core.layers if isinstance(layer, PythonLayer)]
         self._mirrors = _Mirrors(children=[layer.param_mirrors for layer in python_layers])

@@ -71,7 +71,10 @@ def copy_trained_layers_from_file(net: WeightedNet, path: PathLike) -> None:
         param = binaryio.read_caffemodel(path)
     except OSError as exc:
         raise FormatError(path, f"cannot read the weights: {exc.strerror or exc}") from exc
-    copy_trained_layers_from_param(net, param)
+    from engine.errors import naming_file
+
+    with naming_file(path):  # with several weights files the message says which one did not fit
+        copy_trained_layers_from_param(net, param)
 
 
 def copy_trained_layers_from_param(net: WeightedNet, source: caffe_pb2.NetParameter) -> None:

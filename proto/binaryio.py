@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError, Message
 from proto import caffe_pb2
 from proto.atomic import write_bytes_atomic
 from proto.errors import FormatError
+from proto.inputs import open_regular
 from proto.textio import looks_binary, looks_like_prototxt, missing_required_fields, parse_text
 from proto.upgrade import upgrade_net_as_needed
 
@@ -54,7 +55,7 @@ def parse_binary(data: bytes, message_type: type[M], path: PathLike = "<bytes>")
 
 def read_binary(path: PathLike, message_type: type[M]) -> M:
     """Read a binary file as ``message_type``; OSError passes through, bad content is FormatError."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read()
     if not data:
         raise FormatError(path, f"not a binary {message_type.DESCRIPTOR.name}: the file is empty")
@@ -81,7 +82,7 @@ def read_net_any(path: PathLike, *, upgrade: bool = True) -> caffe_pb2.NetParame
     Caffe's ``copy_from`` takes binary only; accepting text too lets ``--weights`` name a
     prototxt that carries ``blobs``. A file without NUL or control bytes is read as text.
     """
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read()
     if not data:
         raise FormatError(path, "not a NetParameter: the file is empty")

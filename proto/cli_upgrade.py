@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 from proto import caffe_pb2
 from proto.binaryio import parse_binary, write_caffemodel
 from proto.errors import FormatError
+from proto.inputs import open_regular
 from proto.textio import decode_text, looks_binary, parse_text, write_net, write_solver
 from proto.upgrade import upgrade_net, upgrade_solver
 
@@ -35,7 +36,7 @@ def run(args: list[str]) -> int:
         return 2
     source, target = args
     try:
-        with open(source, "rb") as f:
+        with open_regular(source) as f:
             data = f.read()
         if looks_binary(data):
             steps, problems = _upgrade_caffemodel(data, source, target)

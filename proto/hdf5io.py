@@ -28,17 +28,20 @@ import numpy as np
 
 from proto.atomic import atomic_file
 from proto.errors import FormatError
+from proto.inputs import check_regular, open_regular
 
 PathLike = str | os.PathLike[str]
 SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def is_hdf5(path: PathLike) -> bool:
-    """True when the file is HDF5 (its signature at 0, 512, 1024, ... as HDF5's own check)."""
+    """True when the file is HDF5 (its signature at 0, 512, 1024, ... as HDF5's own check); False
+    for anything but a regular file (a FIFO or /dev/zero is never read)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
             offset = 0
-            while True:
+            while offset + len(SIGNATURE) <= size:
                 f.seek(offset)
                 head = f.read(len(SIGNATURE))
                 if len(head) < len(SIGNATURE):
@@ -46,12 +49,14 @@ def is_hdf5(path: PathLike) -> bool:
                 if head == SIGNATURE:
                     return True
                 offset = 512 if offset == 0 else offset * 2
+            return False
     except OSError:
         return False
 
 
 def _open(path: PathLike, mode: str) -> h5py.File:
     try:
+        check_regular(path)
         return h5py.File(os.fspath(path), mode)
     except (OSError, ValueError) as exc:
         raise FormatError(path, f"cannot open the HDF5 file: {exc}") from exc

@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from engine import backend
-from engine.errors import EngineError
+from engine.errors import EngineError, naming_file
 from proto import caffe_pb2
+from proto.inputs import kind_of
 
 if TYPE_CHECKING:
     from engine.net import Net
@@ -35,6 +36,9 @@ def require_file(path: str, flag: str) -> None:
         raise CliError(f"{flag} {path}: no such file")
     if os.path.isdir(path):
         raise CliError(f"{flag} {path}: is a folder, not a file")
+    kind = kind_of(os.stat(path).st_mode)
+    if kind is not None:  # a FIFO would block the read, /dev/zero would never end
+        raise CliError(f"{flag} {path}: it is {kind}, not a regular file")
 
 
 def read_weights(path: str, flag: str = "--weights") -> Callable[[Net], None]:
@@ -47,7 +51,12 @@ def read_weights(path: str, flag: str = "--weights") -> Callable[[Net], None]:
     if hdf5io.is_hdf5(path):
         return lambda net: copy_trained_layers_from_hdf5(net, path)
     param = binaryio.read_caffemodel(path)
-    return lambda net: net.copy_trained_layers_from(param)
+
+    def copy(net: Net) -> None:
+        with naming_file(path):  # with --weights A,B the message says which file did not fit
+            net.copy_trained_layers_from(param)
+
+    return copy
 
 
 def stages_from_flags(values: Sequence[str] | None) -> list[str]:

@@ -16,6 +16,7 @@ import numpy as np
 from engine import backend
 from engine.cli import common, glog
 from engine.cli.train import provide_bundled_mnist
+from engine.errors import naming_file
 from engine.net import Net
 from proto import caffe_pb2
 
@@ -75,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         say("Use CPU.")
         backend.set_mode_cpu()
     provide_bundled_mnist([param], say)
-    net = Net(param)
+    with naming_file(args.model):
+        net = Net(param)
     try:
         copy_weights(net)
         score(net, args.iterations, say)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from engine import backend
 from engine.cli import common, glog
+from engine.errors import naming_file
 from engine.net import Net
 
 
@@ -86,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         say("Use CPU.")
         backend.set_mode_cpu()
-    net = Net(param)
+    with naming_file(args.model):
+        net = Net(param)
     try:
         benchmark(net, args.iterations, say)
     finally:

@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.data.errors import DataError
 from engine.data.paths import resolve
+from proto.inputs import check_regular, read_regular_text
 
 if TYPE_CHECKING:
     import h5py
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 def read_file_list(path: Path) -> list[Path]:
     try:
-        names = path.read_text(encoding="utf-8").split()
+        names = read_regular_text(path).split()
     except OSError as exc:
         raise DataError(f"Failed to open source file: {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -109,6 +110,7 @@ class HDF5Files:
         import h5py  # only an HDF5 source loads it
 
         try:
+            check_regular(path)
             return h5py.File(os.fspath(path), "r")
         except (OSError, ValueError) as exc:
             raise DataError(f"Failed opening HDF5 file: {path}: {exc}") from exc

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.data.errors import DataError
+from proto.inputs import read_regular_bytes
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -39,15 +40,14 @@ def decode_image(data: bytes, mode: str | None = None, name: str = "<image>") ->
     try:
         with Image.open(io.BytesIO(data)) as image:
             return _to_array(image, mode, name)
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
         raise DataError(f"{name}: cannot decode the image: {exc}") from exc
 
 
 def read_image(path: str | os.PathLike[str], mode: str | None = "color") -> np.ndarray:
     """An image file as a (C, H, W) uint8 array; a missing or unreadable file names itself."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_regular_bytes(path)
     except OSError as exc:
         raise DataError(f"Could not load {os.fspath(path)}: {exc.strerror or exc}") from exc
     return decode_image(data, mode, os.fspath(path))

@@ -22,6 +22,7 @@ from engine.layers.base import LossLayer
 from engine.layers.registry import register_layer
 from engine.layers.softmax_loss import class_geometry, class_indices, get_normalizer, softmax
 from proto import caffe_pb2
+from proto.inputs import open_regular
 
 LOG_THRESHOLD = 1e-20
 
@@ -50,7 +51,7 @@ class InfogainLossLayer(LossLayer):
                     "give the infogain matrix as infogain_loss_param.source or as a third bottom"
                 )
             try:
-                with open(source, "rb") as f:
+                with open_regular(source) as f:
                     proto = caffe_pb2.BlobProto.FromString(f.read())
                 matrix = proto_to_array(proto, self.dtype)
             except (OSError, ValueError, DecodeError) as exc:

@@ -16,7 +16,6 @@ Arithmetic is in the net's float type, Caffe's order. No gradient.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from engine.data.paths import resolve
 from engine.data.window_file import WindowFile, read_window_file
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, log
 from engine.layers.registry import register_layer
+from proto.inputs import read_regular_bytes
 
 
 @register_layer("WindowData")
@@ -89,7 +89,7 @@ class WindowDataLayer(BasePrefetchingDataLayer):
 
 def _read_bytes(path: str) -> bytes:
     try:
-        return Path(resolve(path)).read_bytes()
+        return read_regular_bytes(resolve(path))
     except OSError as exc:
         raise DataError(f"Could not open or find file {path}: {exc.strerror or exc}") from exc
 

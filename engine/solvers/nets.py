@@ -9,10 +9,11 @@ and the generic net shared by every test instance, the phase and states merged i
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import EngineError
+from engine.errors import EngineError, naming_file
 from engine.net import Net
 from engine.weights import copy_trained_layers_from_file
 from proto import caffe_pb2
@@ -49,7 +50,10 @@ def build_train_net(p: caffe_pb2.SolverParameter, xp: Any, say: Say, path: Resol
     state.MergeFrom(net_param.state)
     state.MergeFrom(p.train_state)
     net_param.state.CopyFrom(state)
-    return load_weights(Net(net_param, xp=xp), p, say, path)
+    file = None if source.endswith("_param") else path(getattr(p, source))
+    with naming_file(file) if file else contextlib.nullcontext():  # its errors name the prototxt
+        net = Net(net_param, xp=xp)
+    return load_weights(net, p, say, path)
 
 
 def build_test_nets(p: caffe_pb2.SolverParameter, xp: Any, say: Say, path: Resolve) -> list[Net]:

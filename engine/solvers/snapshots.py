@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from engine import backend
 from engine.errors import EngineError
 from engine.weights import copy_trained_layers_from_file, write_net_hdf5
 from proto import binaryio, caffe_pb2, hdf5io
+from proto.inputs import check_regular
 
 if TYPE_CHECKING:
     from engine.solvers.base import Solver
@@ -51,7 +54,11 @@ def load(solver: Solver, state_file: str) -> None:
     """Restore iter, current_step, the learned weights and the history from a state file.
 
     The learned_net it names is read by content (HDF5 or binary); when it is not where the state
-    says, it is looked for beside the state file (a snapshot folder that was moved).
+    says, it is looked for beside the state file (a snapshot folder that was moved). The whole state
+    is checked against this solver's net first (iter and current_step not negative, as many history
+    blobs as the solver keeps, each of its parameter's shape with a value for every element, the
+    learned_net a regular file whose layers fit), so a bad state is one error naming the file and
+    leaves the solver as it was.
     """
     history: list[Any]
     hdf5 = state_file.endswith(".h5")
@@ -63,26 +70,67 @@ def load(solver: Solver, state_file: str) -> None:
         iteration, current_step = state.iter, state.current_step
         learned = state.learned_net if state.HasField("learned_net") else None
         history = list(state.history)
+    for name, value in (("iter", iteration), ("current_step", current_step)):
+        if value < 0:
+            raise EngineError(f"{state_file}: {name} is {value}; it cannot be negative")
     if len(history) != len(solver.history):
         raise EngineError(
             f"{state_file}: Incorrect length of history blobs "
             f"({len(history)} in the file, {solver.type} keeps {len(solver.history)})"
         )
-    solver.iter = iteration
+    names = _param_names(solver)
+    for i, (blob, saved) in enumerate(zip(solver.history, history)):
+        problem = _history_problem(blob, saved)
+        if problem:
+            raise EngineError(f"{state_file}: history blob {i} (of {names[i]}, shape {blob.shape}) {problem}")
     if learned:
         if not os.path.exists(learned):
             learned = os.path.join(os.path.dirname(state_file), os.path.basename(learned))
-        copy_trained_layers_from_file(solver.net, learned)
+        try:
+            check_regular(learned)
+        except OSError as exc:
+            raise EngineError(f"{state_file}: its learned_net {learned}: {exc.strerror}") from exc
+        try:
+            copy_trained_layers_from_file(solver.net, learned)  # checks every layer before it copies
+        except EngineError as exc:
+            raise EngineError(f"{state_file}: its learned_net {learned}: {exc}") from exc
+    solver.iter = iteration
     solver.current_step = current_step
     if not hdf5:
         solver.say("SGDSolver: restoring history")  # Caffe's words, whatever the rule
-    for i, (blob, saved) in enumerate(zip(solver.history, history)):
+    for blob, saved in zip(solver.history, history):
         if isinstance(saved, caffe_pb2.BlobProto):
-            blob.from_proto(saved)
-            continue
-        if saved.size != blob.count():
-            raise EngineError(
-                f"{state_file}: history blob {i} has shape {saved.shape}, the parameter {blob.shape}"
+            values = saved.double_data if len(saved.double_data) else saved.data
+        else:
+            values = saved
+        blob.data[...] = solver.xp.asarray(np.asarray(values, blob.dtype).reshape(blob.shape))
+
+
+def _history_problem(blob: Any, saved: Any) -> str | None:
+    """Why a saved history blob cannot be its parameter's history (None when it can)."""
+    if isinstance(saved, caffe_pb2.BlobProto):
+        if not blob.shape_equals(saved):
+            legacy = any(saved.HasField(f) for f in ("num", "channels", "height", "width"))
+            dims = (
+                (saved.num, saved.channels, saved.height, saved.width) if legacy else tuple(saved.shape.dim)
             )
-        blob.reshape(saved.shape)
-        blob.data[...] = solver.xp.asarray(saved.astype(blob.dtype, copy=False))
+            return f"has shape {dims}"
+        count = len(saved.double_data) or len(saved.data)
+    else:
+        if saved.size != blob.count():
+            return f"has shape {saved.shape}"
+        count = saved.size
+    if count != blob.count():
+        return f"holds {count} values for its {blob.count()}"
+    return None
+
+
+def _param_names(solver: Solver) -> list[str]:
+    """For each history blob, the parameter it belongs to ("layer 'ip1' param 0")."""
+    net = solver.net
+    names = [""] * len(net.learnable_params)
+    for param_id, learnable in enumerate(net.learnable_param_ids):
+        if not names[learnable]:
+            layer_id, j = net.param_layer_indices[param_id]
+            names[learnable] = f"layer '{net.layer_names[layer_id]}' param {j}"
+    return names * solver.history_per_param
