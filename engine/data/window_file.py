@@ -108,14 +108,14 @@ class _Tokens:
             table = self.block(count)
             if table is not None:
                 return table, np.arange(first, first + count)
-        out = np.empty((count, WINDOW), np.float64)
-        lines = np.empty(count, np.int64)
-        for k in range(count):
-            out[k, 0] = self.number("a window's label")
-            lines[k] = self.last
-            out[k, 1] = np.float32(self.number("a window's overlap", float))
-            out[k, 2:] = [self.number("a window corner") for _ in range(4)]
-        return out, lines
+        rows: list[list[float]] = []  # grown as read: a count the file does not hold allocates nothing
+        lines: list[int] = []
+        for _ in range(count):
+            label = self.number("a window's label")
+            lines.append(self.last)
+            overlap = float(np.float32(self.number("a window's overlap", float)))
+            rows.append([label, overlap, *(self.number("a window corner") for _ in range(4))])
+        return np.array(rows, np.float64).reshape(-1, WINDOW), np.array(lines, np.int64)
 
 
 def read_window_file(

@@ -6,6 +6,7 @@ snapshot_prefix under /proc is refused up front. Run in process (main.main), as 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 from pathlib import Path
@@ -25,6 +26,27 @@ layer { name: "ip" type: "InnerProduct" bottom: "x" top: "y"
   inner_product_param { num_output: 2 weight_filler { type: "xavier" } } }
 layer { name: "loss" type: "SoftmaxWithLoss" bottom: "y" bottom: "label" top: "loss" }
 """
+
+
+@pytest.fixture(autouse=True)
+def _glog_undone():
+    """main.main installs glog's handlers on the engine's loggers: take them off again, so later tests
+    in this process see the logging they expect."""
+    from engine.cli import glog
+
+    saved = {
+        name: (lg.handlers[:], lg.level, lg.propagate)
+        for name in ("engine", "proto")
+        for lg in [logging.getLogger(name)]
+    }
+    installed = glog._installed[:]
+    yield
+    for name, (handlers, level, propagate) in saved.items():
+        logger = logging.getLogger(name)
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+    glog._installed[:] = installed
 
 
 def run(capsys, *argv: str) -> tuple[int, list[str]]:

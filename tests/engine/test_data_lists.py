@@ -92,7 +92,7 @@ def test_a_fifo_or_a_device_as_the_list_is_refused_at_once(tmp_path, reader):
         except BaseException as exc:
             outcome.append(exc)
 
-    for path, kind in ((fifo, "a FIFO"), ("/dev/zero", "a character device")):
+    for path, kind in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a character device")):
         worker = threading.Thread(target=attempt, args=(path,), daemon=True)
         worker.start()
         worker.join(30)
