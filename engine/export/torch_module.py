@@ -1,0 +1,97 @@
+"""`main.py export NET.prototxt OUT.py [--weights W]`: a self-contained PyTorch module file and its weights.
+
+OUT.py holds the layer classes the net uses and the net's nn.Module (see torch_codegen); OUT.pt beside
+it holds the weights as a state dict: the ``--weights`` caffemodel's, or the fillers' (seeded) values.
+The net is built by the engine first (Caffe's phase filter and shape inference), so a net the
+engine refuses is refused here with the engine's message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import numpy as np
+
+from engine import backend, rng
+from engine.export.torch_args import ExportError
+from engine.export.torch_codegen import ExportedNet, describe, module_source
+from engine.net import Net
+from proto import caffe_pb2
+from proto.atomic import write_text_atomic
+
+__all__ = ["ExportError", "build", "export_module", "state_dict"]
+
+
+def class_name(net_name: str) -> str:
+    """A class name from the net's name: LeNet stays LeNet, "my-net" becomes MyNet; "Net" if none."""
+    words = [w for w in re.split(r"\W+", net_name) if w]
+    name = "".join(w[:1].upper() + w[1:] for w in words) or "Net"
+    return "Net" + name if name[0].isdigit() else name
+
+
+def build(
+    param: caffe_pb2.NetParameter,
+    phase: int,
+    weights: str | None = None,
+    seed: int = 0,
+    dtype: Any = np.float32,
+) -> tuple[Net, caffe_pb2.NetParameter]:
+    """The engine's net for ``phase`` (fillers seeded, then ``weights`` copied in) and the phase-filtered
+    layers as written (no splits)."""
+    from engine.netstate import filter_net, make_state
+
+    with rng.seeded(seed):
+        net = Net(param, phase=phase, xp=np, dtype=dtype)
+    if weights:
+        net.copy_trained_layers_from(weights)
+    state = make_state(phase, param.state.level, param.state.stage)
+    return net, filter_net(param, state)
+
+
+def state_dict(net: Net, exported: ExportedNet) -> dict[str, Any]:
+    """The module's state dict (torch tensors) holding the engine net's blob values."""
+    import torch
+
+    by_name = {layer.caffe_name: layer for layer in exported.layers}
+    state: dict[str, Any] = {}
+    for name, layer in zip(net.layer_names, net.layers):
+        ex = by_name.get(name)
+        if ex is None:
+            continue
+        for blob_name, blob in zip(ex.blob_names, layer.blobs):
+            state[f"{ex.attr}.{blob_name}"] = torch.from_numpy(np.array(backend.to_host(blob.data)))
+    return state
+
+
+def export_module(
+    net_path: str,
+    out_path: str,
+    weights: str | None = None,
+    phase: int = caffe_pb2.TEST,
+    param: caffe_pb2.NetParameter | None = None,
+) -> tuple[str, str]:
+    """Write OUT.py and OUT.pt; returns both paths. ExportError (or the engine's error) on a net that
+    cannot be exported."""
+    import torch
+
+    from proto import textio
+
+    if param is None:
+        param = textio.read_net(net_path)
+    net, filtered = build(param, phase, weights)
+    exported = describe(net, filtered, class_name(param.name))
+    stem = os.path.splitext(os.path.basename(out_path))[0]
+    if not stem.isidentifier():
+        raise ExportError(f"{out_path}: the module's name '{stem}' is not a Python identifier")
+    weights_path = os.path.splitext(out_path)[0] + ".pt"
+    title = f"{param.name or 'The net'} as a PyTorch module."
+    text = module_source(exported, os.path.basename(net_path), stem, os.path.basename(weights_path), title)
+    compile(text, out_path, "exec")  # a generator bug must not leave a broken file behind
+    state = state_dict(net, exported)
+    tmp = weights_path + ".tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, weights_path)
+    write_text_atomic(out_path, text)
+    return out_path, weights_path
