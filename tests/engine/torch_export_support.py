@@ -11,6 +11,7 @@ import torch
 
 from engine import rng
 from engine.export import torch_module
+from engine.export.torch_args import INPUT_TYPES
 from engine.export.torch_codegen import describe, module_source
 from engine.layers import dropout
 from proto import caffe_pb2
@@ -88,7 +89,8 @@ def compare(
     net.reshape()
     with rng.seeded(seed):
         net.forward()
-    for name in [*exported.inputs, *exported.optional_inputs]:  # what data layers read, DummyData drew
+    read = [t for layer in filtered.layer if layer.type in INPUT_TYPES - {"Input"} for t in layer.top]
+    for name in [*read, *exported.optional_inputs]:  # what data layers read, DummyData drew
         feeds[name] = np.array(net.blob_by_name(name).data)
     cotangents = {}
     for name in exported.outputs:
