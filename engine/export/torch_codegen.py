@@ -68,26 +68,36 @@ def identifier(name: str, taken: set[str], reserved: set[str]) -> str:
     return out
 
 
-def describe(net: Net, param: caffe_pb2.NetParameter, class_name: str) -> ExportedNet:
-    """The exported form of ``net`` (set up from ``param``, split layers included): ExportError if a
-    layer cannot be exported."""
+def inserted_split(net: Net, layer_id: int) -> bool:
+    """Whether layer ``layer_id`` is a Split that InsertSplits added (named BLOB_PRODUCER_INDEX_split)."""
+    layer = net.layers[layer_id]
+    if layer.type != "Split" or len(layer.param.bottom) != 1:
+        return False
+    match = re.fullmatch(re.escape(layer.param.bottom[0]) + r"_(.+)_(\d+)_split", layer.name)
+    return match is not None and (match.group(1) in net.layer_names[:layer_id] or match.group(1) == "input")
+
+
+def describe(net: Net, class_name: str) -> ExportedNet:
+    """The exported form of ``net`` (as the engine built it, splits included): ExportError if a layer
+    cannot be exported."""
     from torch import nn  # the reserved attribute names of a module
 
     module_names = set(dir(nn.Module)) | RESERVED
-    user_layers = list(param.layer)
     layers: list[ExportedLayer] = []
     attrs: set[str] = set()
     by_engine_id: dict[int, ExportedLayer] = {}
     inputs: list[str] = []
     optional: list[str] = []
     loss_weights: dict[str, float] = {}
-    k = 0
+    alias: dict[str, str] = {}  # a split's top -> the blob it copies
     for layer_id, layer in enumerate(net.layers):
-        user = user_layers[k] if k < len(user_layers) else None
-        if user is None or user.name != layer.name or user.type != layer.type:
-            continue  # a Split that InsertSplits added: a blob read twice is one tensor here
-        k += 1
-        tops = list(user.top)
+        param = layer.param
+        bottoms = [alias.get(b, b) for b in param.bottom]
+        if inserted_split(net, layer_id):  # a blob read twice is one tensor here
+            for top in param.top:
+                alias[top] = bottoms[0]
+            continue
+        tops = list(param.top)
         if layer.type in INPUT_TYPES:
             inputs += [t for t in tops if t not in inputs]
             continue
@@ -99,14 +109,14 @@ def describe(net: Net, param: caffe_pb2.NetParameter, class_name: str) -> Export
             optional += tops
         names = tuple(args.get("blobs", {}))
         attr = identifier(layer.name, attrs, module_names)
-        detach = [bool(user.propagate_down) and not user.propagate_down[j] for j in range(len(user.bottom))]
-        exported = ExportedLayer(layer.name, layer.type, attr, names, args, list(user.bottom), tops, detach)
+        detach = [bool(param.propagate_down) and not param.propagate_down[j] for j in range(len(bottoms))]
+        exported = ExportedLayer(layer.name, layer.type, attr, names, args, bottoms, tops, detach)
         layers.append(exported)
         by_engine_id[layer_id] = exported
-        for top_id, top in enumerate(net.top_id_vecs[layer_id]):
+        for top_id, blob_id in enumerate(net.top_id_vecs[layer_id]):
             weight = layer.loss(top_id)
             if weight:
-                loss_weights[net.blob_names[top]] = weight
+                loss_weights[net.blob_names[blob_id]] = weight
     learnable, shared, frozen = [], [], []
     for param_id, (layer_id, blob_id) in enumerate(net.param_layer_indices):
         found = by_engine_id.get(layer_id)
@@ -124,7 +134,7 @@ def describe(net: Net, param: caffe_pb2.NetParameter, class_name: str) -> Export
         learnable.append((path, float(lr), float(decay)))
         if lr == 0 and found.type != "BatchNorm":
             frozen.append(path)
-    outputs = list(net.output_blob_names)
+    outputs = [alias.get(name, name) for name in net.output_blob_names]
     outputs += [name for name in loss_weights if name not in outputs]
     return ExportedNet(
         class_name, net.phase, layers, inputs, optional, outputs, loss_weights, learnable, shared, frozen
@@ -209,7 +219,14 @@ def net_source(exported: ExportedNet) -> str:
     lines += [
         f"        ({path!r}, {_literal(lr)}, {_literal(decay)})," for path, lr, decay in exported.learnable
     ]
-    lines += ["    )", "", "    def __init__(self) -> None:", "        super().__init__()"]
+    arguments = {name: var(name) for name in [*exported.inputs, *exported.optional_inputs]}
+    lines += [
+        "    )",
+        f"    arguments = {_literal(arguments)}  # blob name -> forward's keyword",
+        "",
+        "    def __init__(self) -> None:",
+        "        super().__init__()",
+    ]
     for layer in exported.layers:
         args = ", ".join(f"{k}={_literal(v)}" for k, v in layer.args.items())
         lines.append(f"        self.{layer.attr} = {layer.type}({args})")
@@ -218,7 +235,7 @@ def net_source(exported: ExportedNet) -> str:
         lines.append(f"        self.{attr}.{blob} = self.{owner}  # one parameter, shared as {name!r}")
     for path in exported.frozen:
         lines.append(f"        self.{path}.requires_grad_(False)  # lr_mult: 0")
-    required = [var(name) for name in exported.inputs]
+    required = [f"{var(name)}: torch.Tensor" for name in exported.inputs]
     optional = [f"{var(name)}=None" for name in exported.optional_inputs]
     signature = ", ".join(["self", *(["*"] if required or optional else []), *required, *optional])
     lines += ["", f"    def forward({signature}) -> dict[str, torch.Tensor]:"]
@@ -252,6 +269,9 @@ scale factor, InnerProduct's axis, the losses' normalisation and gradients).
     loss.backward()
 """
 
+'''
+
+IMPORTS = """\
 from __future__ import annotations
 
 import math
@@ -261,7 +281,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-'''
+"""
 
 LOADER = '''
 
@@ -285,5 +305,15 @@ def module_source(exported: ExportedNet, source: str, module: str, weights: str,
         weights=weights,
         example=example,
     )
-    body = [header.rstrip(), "", "", library_source(types), "", "", net_source(exported)]
+    body = [
+        header.rstrip(),
+        "",
+        IMPORTS.rstrip(),
+        "",
+        "",
+        library_source(types),
+        "",
+        "",
+        net_source(exported),
+    ]
     return "\n".join(body).rstrip() + "\n" + LOADER.format(class_name=exported.class_name, weights=weights)

@@ -37,17 +37,15 @@ def build(
     weights: str | None = None,
     seed: int = 0,
     dtype: Any = np.float32,
-) -> tuple[Net, caffe_pb2.NetParameter]:
+) -> Net:
     """The engine's net for ``phase`` (fillers seeded, then ``weights`` copied in) and the phase-filtered
     layers as written (no splits)."""
-    from engine.netstate import filter_net, make_state
 
     with rng.seeded(seed):
         net = Net(param, phase=phase, xp=np, dtype=dtype)
     if weights:
         net.copy_trained_layers_from(weights)
-    state = make_state(phase, param.state.level, param.state.stage)
-    return net, filter_net(param, state)
+    return net
 
 
 def state_dict(net: Net, exported: ExportedNet) -> dict[str, Any]:
@@ -80,8 +78,8 @@ def export_module(
 
     if param is None:
         param = textio.read_net(net_path)
-    net, filtered = build(param, phase, weights)
-    exported = describe(net, filtered, class_name(param.name))
+    net = build(param, phase, weights)
+    exported = describe(net, class_name(param.name))
     stem = os.path.splitext(os.path.basename(out_path))[0]
     if not stem.isidentifier():
         raise ExportError(f"{out_path}: the module's name '{stem}' is not a Python identifier")

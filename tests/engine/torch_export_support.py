@@ -55,7 +55,7 @@ def compare(
     """{what: relative error} for every output, input gradient and parameter gradient."""
     param = caffe_pb2.NetParameter.FromString(param.SerializeToString())
     param.force_backward = force_backward
-    net, filtered = torch_module.build(param, phase, seed=seed, dtype=dtype)
+    net = torch_module.build(param, phase, seed=seed, dtype=dtype)
     if phase == caffe_pb2.TEST:  # running statistics a trained net could hold (fresh ones are 0)
         for layer in net.layers:
             if layer.type == "BatchNorm":
@@ -63,7 +63,7 @@ def compare(
                 layer.blobs[0].data[...] = np.random.default_rng(seed).normal(0, 0.1, c)
                 layer.blobs[1].data[...] = np.random.default_rng(seed).uniform(0.5, 1.5, c)
                 layer.blobs[2].data[...] = 1
-    exported = describe(net, filtered, "Exported")
+    exported = describe(net, "Exported")
     module = load_module(module_source(exported, "test", "test", "test.pt", "test"))
     model = module.Exported()
     if dtype == np.float64:
@@ -89,7 +89,7 @@ def compare(
     net.reshape()
     with rng.seeded(seed):
         net.forward()
-    read = [t for layer in filtered.layer if layer.type in INPUT_TYPES - {"Input"} for t in layer.top]
+    read = [t for layer in net.layers if layer.type in INPUT_TYPES - {"Input"} for t in layer.param.top]
     for name in [*read, *exported.optional_inputs]:  # what data layers read, DummyData drew
         feeds[name] = np.array(net.blob_by_name(name).data)
     cotangents = {}

@@ -1,0 +1,116 @@
+"""Caffe's files for the training package: the nets and solver (prototxt), weights (.caffemodel, binary
+or HDF5) and the solver state (.solverstate), read and written with Caffe's schema (caffe_pb2.py, a
+copy of the one protoc generates from caffe.proto, carried in this folder).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import caffe_pb2
+import numpy as np
+import torch
+from google.protobuf import text_format
+
+
+def read_prototxt(path: str, message: Any) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return text_format.Parse(f.read(), message)
+
+
+def blob_array(blob: Any) -> np.ndarray:
+    """A BlobProto's values (double_data before data) as float32, in its shape (legacy 4-D included)."""
+    values = blob.double_data if len(blob.double_data) else blob.data
+    return np.asarray(values, np.float32)
+
+
+def load_weights(path: str, net: Any, say: Any = print) -> None:
+    """Copy a .caffemodel (binary or HDF5) into ``net`` by layer name, as Caffe's CopyTrainedLayersFrom:
+    a layer the net lacks is skipped ("Ignoring source layer"), a blob must have the parameter's count."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head == b"\x89HDF\r\n\x1a\n":
+        import h5py
+
+        with h5py.File(path, "r") as h5:
+            layers = [
+                (
+                    name,
+                    [np.asarray(h5["data"][name][str(i)], np.float32) for i in range(len(h5["data"][name]))],
+                )
+                for name in h5["data"]
+            ]
+    else:
+        param = caffe_pb2.NetParameter()
+        with open(path, "rb") as f:
+            param.ParseFromString(f.read())
+        layers = [
+            (layer.name, [blob_array(b) for b in layer.blobs]) for layer in (*param.layer, *param.layers)
+        ]
+    state = net.state_dict()
+    for name, blobs in layers:
+        if name not in net.caffe_layers:
+            say(f"Ignoring source layer {name}")
+            continue
+        _, attr, names = net.caffe_layers[name]
+        if len(blobs) != len(names):
+            raise ValueError(f"{path}: layer {name} has {len(blobs)} blobs, the net's {len(names)}")
+        for blob_name, values in zip(names, blobs):
+            target = state[f"{attr}.{blob_name}"]
+            if values.size != target.numel():
+                raise ValueError(
+                    f"{path}: layer {name} blob {blob_name} holds {values.size} values, "
+                    f"the net's {target.numel()}"
+                )
+            with torch.no_grad():
+                target.copy_(torch.from_numpy(values.reshape(tuple(target.shape))))
+
+
+def to_blob(tensor: torch.Tensor) -> Any:
+    blob = caffe_pb2.BlobProto()
+    blob.shape.dim.extend(tensor.shape)
+    blob.data.extend(tensor.detach().cpu().reshape(-1).tolist())
+    return blob
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def save_weights(path: str, net: Any, name: str) -> None:
+    """The net's learned blobs as a binary .caffemodel (a NetParameter of the layers holding blobs)."""
+    param = caffe_pb2.NetParameter(name=name)
+    for caffe_name, (kind, attr, names) in net.caffe_layers.items():
+        layer = param.layer.add(name=caffe_name, type=kind)
+        module = net.get_submodule(attr)
+        for blob_name in names:
+            layer.blobs.append(to_blob(getattr(module, blob_name)))
+    write_atomic(path, param.SerializeToString())
+
+
+def save_state(
+    path: str, iteration: int, learned_net: str, current_step: int, history: list[torch.Tensor]
+) -> None:
+    """A .solverstate: the iteration, the weights file, the multistep position and the history blobs."""
+    state = caffe_pb2.SolverState(iter=iteration, learned_net=learned_net, current_step=current_step)
+    for h in history:
+        state.history.append(to_blob(h))
+    write_atomic(path, state.SerializeToString())
+
+
+def load_state(path: str) -> tuple[int, str, int, list[np.ndarray]]:
+    state = caffe_pb2.SolverState()
+    with open(path, "rb") as f:
+        state.ParseFromString(f.read())
+    learned = state.learned_net
+    if learned and not os.path.exists(learned):  # a snapshot folder that was moved
+        learned = os.path.join(os.path.dirname(path), os.path.basename(learned))
+    return state.iter, learned, state.current_step, [blob_array(b) for b in state.history]
