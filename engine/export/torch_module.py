@@ -69,9 +69,9 @@ def export_module(
     weights: str | None = None,
     phase: int = caffe_pb2.TEST,
     param: caffe_pb2.NetParameter | None = None,
-) -> tuple[str, str]:
-    """Write OUT.py and OUT.pt; returns both paths. ExportError (or the engine's error) on a net that
-    cannot be exported."""
+) -> str:
+    """Write OUT.py and OUT.pt; returns a one-line summary. ExportError (or the engine's error) on a net
+    that cannot be exported."""
     import torch
 
     from proto import textio
@@ -92,4 +92,5 @@ def export_module(
     torch.save(state, tmp)
     os.replace(tmp, weights_path)
     write_text_atomic(out_path, text)
-    return out_path, weights_path
+    count = sum(int(t.numel()) for t in state.values())
+    return f"wrote {out_path} ({len(exported.layers)} layers) and {weights_path} ({count} values)"
