@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QStyle,
 )
 
-from app import commands, recovery
+from app import commands, export_actions, recovery
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.document import Change, Document
@@ -250,6 +250,7 @@ class MainWindow(QMainWindow):
         toolbar.addActions([self.undo_action, self.redo_action])
         toolbar.addSeparator()
         toolbar.addAction(self.training.train_action)
+        self.export_actions = export_actions.install(self)  # File > Export, Train > Train on a Cluster…
 
     def _update_actions(self) -> None:
         # Undo stays on while the editor holds text that does not parse: it drops that text.

@@ -90,6 +90,12 @@ class TrainingController(QObject):
         worker.start()
         return run
 
+    def add_run(self, run: Run) -> None:
+        """A run that happened elsewhere (read from its log): listed and plotted like the others."""
+        self.runs.append(run)
+        self.run_added.emit(run)
+        self.run_changed.emit(run)
+
     def pause(self) -> None:
         if self._worker and self.current and self.current.status in ("starting", "running"):
             self._worker.trainer.pause()

@@ -230,6 +230,8 @@ class TrainingDock(QDockWidget):
     def _on_run_added(self, run: Run) -> None:
         self.console.append_lines([f"—— {run.name} · {run.started:%H:%M:%S} · {run.job.summary} ——"], "#555")
         self.runs.add_run(run)
+        if not run.active:  # a run read from a log: nothing to follow
+            return
         self.progress.setRange(0, max(1, run.max_iter))
         self.progress.setValue(0)
         self.weights.set_training(True)

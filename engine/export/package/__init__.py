@@ -94,15 +94,22 @@ def model_source(name: str, solver_path: str, nets: list[tuple[ExportedNet, list
     return "\n\n\n".join(parts) + "\n"
 
 
-def export_package(solver_path: str, out_dir: str, weights: str | None = None) -> list[str]:
-    """Write the package into ``out_dir`` (created if missing); returns the files written."""
+def export_package(
+    solver_path: str,
+    out_dir: str,
+    weights: str | None = None,
+    param: caffe_pb2.SolverParameter | None = None,
+) -> list[str]:
+    """Write the package into ``out_dir`` (created if missing); returns the files written. ``param``, when
+    given, is the solver itself (its net inlined, as the app's training copy has it)."""
     import torch
 
     from engine import rng
     from engine.cli.train import provide_bundled_mnist, read_solver, solver_nets
     from engine.solvers import create_solver
 
-    solver_param = read_solver(solver_path)  # as `main.py train` reads it: net paths beside the solver
+    # As `main.py train` reads it: net paths beside the solver.
+    solver_param = read_solver(solver_path) if param is None else param
     provide_bundled_mnist(solver_nets(solver_param), lambda message: None)
     with rng.seeded(solver_param.random_seed if solver_param.random_seed >= 0 else 0):
         solver = create_solver(solver_param, log_fn=lambda message: None)

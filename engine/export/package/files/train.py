@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
+from google.protobuf import text_format
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -114,10 +115,7 @@ class Trainer:
     def data_layers(layers: list[str], phase: int, rank: int, world: int, roots: list[str]) -> list[Any]:
         out = []
         for text in layers:
-            layer = caffe_pb2.LayerParameter()
-            from google.protobuf import text_format
-
-            text_format.Parse(text, layer)
+            layer = text_format.Parse(text, caffe_pb2.LayerParameter())
             out.append((list(layer.top), DataLayerBatches(layer, phase, rank, world, roots)))
         return out
 
@@ -138,6 +136,7 @@ class Trainer:
     # --- Caffe's Solver::Step ------------------------------------------------------------------
     def solve(self) -> None:
         s = self.solver
+        say("Initializing solver from parameters: \n" + text_format.MessageToString(s))  # the app reads it
         say(f"Solving {model.NET_NAME}")
         say(f"Learning Rate Policy: {s.lr_policy}")
         start = it = self.optimizer.iter

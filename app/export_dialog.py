@@ -1,0 +1,230 @@
+"""File > Export's dialog: the document's net as ONNX or as a PyTorch module, or its solver as a
+training package for torchrun (Train > Train on a Cluster… is the same dialog, command first).
+
+The export runs on a copy of the document (relative data paths made absolute, as training's copy);
+the engine's exporters do the work and their one-line refusal is shown as it is. ``ask_path`` is a
+method so tests can answer the file dialog.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tempfile
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import netio
+from app.training.job import absolutize_data_paths, document_folder, make_job
+from proto import caffe_pb2
+
+KINDS = {
+    "onnx": ("Export as ONNX", ".onnx", "ONNX model (*.onnx)"),
+    "torch": ("Export as PyTorch Module", ".py", "Python module (*.py)"),
+    "package": ("Export Training Package", "", ""),
+}
+INSTALL = "pip install -e '.[export]'"
+
+
+def default_output(doc, kind: str) -> str:
+    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(doc.net_path or doc.net.name or "net"))[0])
+    stem = stem if stem and not stem[0].isdigit() else f"net_{stem}"
+    folder = document_folder(doc)
+    return os.path.join(folder, f"{stem}_torchrun" if kind == "package" else stem + KINDS[kind][1])
+
+
+class ExportDialog(QDialog):
+    def __init__(self, doc, kind: str, parent: QWidget | None = None, cluster: bool = False) -> None:
+        super().__init__(parent)
+        self.doc, self.kind = doc, kind
+        self.setWindowTitle("Train on a Cluster" if cluster else KINDS[kind][0])
+        self.setMinimumWidth(720)
+        layout = QVBoxLayout(self)
+        intro = QLabel(self._intro(cluster))
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        form = QFormLayout()
+        self.output = QLineEdit(default_output(doc, kind))
+        form.addRow(
+            "Folder" if kind == "package" else "File", self._with_browse(self.output, self._browse_output)
+        )
+        self.weights = QLineEdit()
+        self.weights.setPlaceholderText("none: the fillers' initial values")
+        form.addRow("Weights", self._with_browse(self.weights, self._browse_weights))
+        self.phase = QComboBox()
+        self.phase.addItems(["TEST", "TRAIN"])
+        self.dynamic_batch = QCheckBox("Leave the batch axis free")
+        self.processes = QSpinBox(minimum=1, maximum=1024, value=2)
+        self.nodes = QSpinBox(minimum=1, maximum=4096, value=1)
+        self.command = QLabel()  # the whole command, wrapped, selectable
+        self.command.setWordWrap(True)
+        self.command.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.command.setStyleSheet("font-family: monospace;")
+        self.command.setMinimumHeight(3 * self.command.fontMetrics().lineSpacing())
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.clicked.connect(self.copy_command)
+        if kind == "package":
+            form.addRow("Processes per node", self.processes)
+            form.addRow("Nodes", self.nodes)
+            row = QHBoxLayout()
+            row.addWidget(self.command, 1)
+            row.addWidget(self.copy_button)
+            form.addRow("Command", row)
+            for widget in (self.processes, self.nodes):
+                widget.valueChanged.connect(self.update_command)
+            self.output.textChanged.connect(self.update_command)
+            self.weights.textChanged.connect(self.update_command)
+        else:
+            form.addRow("Phase", self.phase)
+            if kind == "onnx":
+                form.addRow("Batch", self.dynamic_batch)
+        layout.addLayout(form)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.status)
+        buttons = QDialogButtonBox()
+        self.export_button = buttons.addButton(
+            "Write Package" if kind == "package" else "Export", QDialogButtonBox.ButtonRole.AcceptRole
+        )
+        buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        self.export_button.clicked.connect(self.export)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        self.update_command()
+
+    def _intro(self, cluster: bool) -> str:
+        if self.kind == "package":
+            lead = "Train this net on more machines than one: " if cluster else ""
+            return (
+                lead + "writes a folder of plain PyTorch files (train.py, model.py, Caffe's solver and data "
+                "layers) that trains the net as Caffe would, on one process or many under torchrun "
+                "(gloo on CPUs, NCCL on GPUs). Each process reads its own batch_size per iteration."
+            )
+        if self.kind == "onnx":
+            return "The net as an ONNX model whose inputs and outputs carry the blob names, weights inside."
+        return (
+            "The net as a readable PyTorch module, one attribute per layer, with its weights beside it (.pt)."
+        )
+
+    def _with_browse(self, edit: QLineEdit, slot) -> QWidget:
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(edit, 1)
+        button = QPushButton("Browse…")
+        button.clicked.connect(slot)
+        row.addWidget(button)
+        return box
+
+    def ask_path(self, title: str, start: str, file_filter: str, folder: bool = False) -> str:
+        if folder:
+            return QFileDialog.getExistingDirectory(self, title, start)
+        return QFileDialog.getSaveFileName(self, title, start, file_filter)[0]
+
+    def _browse_output(self) -> None:
+        path = self.ask_path(
+            self.windowTitle(), self.output.text(), KINDS[self.kind][2], self.kind == "package"
+        )
+        if path:
+            self.output.setText(path)
+
+    def _browse_weights(self) -> None:
+        path = QFileDialog.getOpenFileName(
+            self,
+            "Weights",
+            document_folder(self.doc),
+            "Caffe weights (*.caffemodel *.caffemodel.h5);;All files (*)",
+        )[0]
+        if path:
+            self.weights.setText(path)
+
+    def update_command(self) -> None:
+        train = os.path.join(self.output.text().strip(), "train.py")
+        if self.nodes.value() == 1:
+            parts = ["torchrun", "--standalone", f"--nproc_per_node={self.processes.value()}", train]
+        else:
+            parts = [
+                "torchrun",
+                f"--nnodes={self.nodes.value()}",
+                f"--nproc_per_node={self.processes.value()}",
+                "--rdzv_backend=c10d",
+                "--rdzv_endpoint=HEAD_NODE:29500",
+                train,
+            ]
+        if self.weights.text().strip():
+            parts += ["--weights", self.weights.text().strip()]
+        self.command.setText(" ".join(shlex.quote(p) for p in parts))
+
+    def copy_command(self) -> None:
+        QGuiApplication.clipboard().setText(self.command.text())
+        self.status.setText("The command is on the clipboard.")
+
+    def export(self) -> bool:
+        """Write the export; the status line says what was written or why not."""
+        out = self.output.text().strip()
+        if not out:
+            self.status.setText("Choose where to write it.")
+            return False
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            message = self._export(out, self.weights.text().strip() or None)
+            ok = True
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").startswith("engine"):
+                message = "This export is not available in this version yet."
+            else:
+                message = f"Export needs {exc.name}, which is not installed: {INSTALL}"
+            ok = False
+        except Exception as exc:  # the exporter's one-line refusal (a layer it cannot express, a bad file)
+            message, ok = f"Not exported: {exc}", False
+        finally:
+            QApplication.restoreOverrideCursor()
+        self.status.setText(message)
+        return ok
+
+    def _export(self, out: str, weights: str | None) -> str:
+        if self.kind == "package":
+            from engine.export.package import export_package
+
+            job = make_job(self.doc)
+            export_package("", out, weights=weights, param=job.solver)
+            self.update_command()
+            return f"Wrote the package to {out}. Run it with the command above (rank 0 logs to stderr)."
+        net = caffe_pb2.NetParameter()
+        net.CopyFrom(self.doc.net)
+        absolutize_data_paths(net, document_folder(self.doc))
+        phase = caffe_pb2.Phase.Value(self.phase.currentText())
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "net.prototxt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(netio.net_to_text(net))
+            if self.kind == "onnx":
+                from engine.export.onnx_export import export_onnx
+
+                summary = export_onnx(
+                    path, out, weights=weights, phase=phase, dynamic_batch=self.dynamic_batch.isChecked()
+                )
+            else:
+                from engine.export.torch_module import export_module
+
+                summary = export_module(path, out, weights=weights, phase=phase, param=net)
+        return summary if isinstance(summary, str) else f"wrote {out}"
