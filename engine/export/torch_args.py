@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import EngineError
+from engine.export import ExportError
 from engine.layers import Layer
 from proto import caffe_pb2
 
@@ -19,10 +19,6 @@ Args = dict[str, Any]
 # Tops of these layers are the module's inputs: the caller feeds them (the training package's Datasets do).
 INPUT_TYPES = {"Input", "Data", "ImageData", "HDF5Data", "MemoryData", "WindowData"}
 P = caffe_pb2.PoolingParameter
-
-
-class ExportError(EngineError):
-    """A net the export cannot reproduce: the message names the layer and why."""
 
 
 def _blobs(layer: Layer, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.export import torch_args
-from engine.export.torch_args import INPUT_TYPES, ExportError
+from engine.export import ExportError, torch_args
+from engine.export.torch_args import INPUT_TYPES
 from engine.net import Net
 from proto import caffe_pb2
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine import backend, rng
-from engine.export.torch_args import ExportError
+from engine.export import ExportError, needs
 from engine.export.torch_codegen import ExportedNet, describe, module_source
 from engine.net import Net
 from proto import caffe_pb2
@@ -72,7 +72,7 @@ def export_module(
 ) -> str:
     """Write OUT.py and OUT.pt; returns a one-line summary. ExportError (or the engine's error) on a net
     that cannot be exported."""
-    import torch
+    torch = needs("torch")
 
     from proto import textio
 

@@ -128,3 +128,13 @@ def test_a_training_log_opens_as_a_run_in_the_dock(qtbot, window, tmp_path):
     (tmp_path / "empty.log").write_text("nothing here\n")
     assert not actions.open_log(str(tmp_path / "empty.log"))
     assert "not a training log" in window.errors[-1]
+
+
+def test_export_onnx_from_the_file_menu(qtbot, window, tmp_path):
+    pytest.importorskip("onnx")
+    menu_action(window, "File", "Export", "ONNX…").trigger()
+    dialog = window.export_actions.dialog
+    assert dialog.output.text() == str(tmp_path / "mlp.onnx")
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: (tmp_path / "mlp.onnx").exists() and dialog.status.text() != "")
+    assert "Not exported" not in dialog.status.text()

@@ -11,7 +11,7 @@ pytest.importorskip("torch")
 from google.protobuf import text_format
 from torch_export_support import compare
 
-from engine.export.torch_args import ExportError
+from engine.export import ExportError
 from proto import caffe_pb2
 
 IMAGE = "dim: 2 dim: 6 dim: 7 dim: 9"

@@ -21,7 +21,8 @@ from pathlib import Path
 from google.protobuf import text_format
 
 from engine.data.paths import resolve
-from engine.export.torch_args import INPUT_TYPES, ExportError
+from engine.export import ExportError, needs
+from engine.export.torch_args import INPUT_TYPES
 from engine.export.torch_codegen import IMPORTS, ExportedNet, describe, library_source, net_source
 from engine.export.torch_module import state_dict
 from engine.net import Net
@@ -102,7 +103,7 @@ def export_package(
 ) -> list[str]:
     """Write the package into ``out_dir`` (created if missing); returns the files written. ``param``, when
     given, is the solver itself (its net inlined, as the app's training copy has it)."""
-    import torch
+    torch = needs("torch")
 
     from engine import rng
     from engine.cli.train import provide_bundled_mnist, read_solver, solver_nets
