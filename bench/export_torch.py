@@ -41,7 +41,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     import torch
 
-    from engine.export.package.files import caffe_solver
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "engine", "export", "package", "files"))
+    import caffe_solver  # the training package's own file (it imports nothing of Barista's)
+
     from engine.export.torch_codegen import describe, module_source
     from engine.export.torch_module import state_dict
     from engine.solvers import create_solver
