@@ -52,6 +52,13 @@ def _caffe_flags(p: argparse.ArgumentParser, command: str) -> None:
     _flag(p, "sighup_effect", default="snapshot", help="on SIGHUP: stop, snapshot or none (default snapshot)")
 
 
+def _input_shape_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--input-shape", action="append", metavar="BLOB=N,C,H,W",
+        help="the shape to assume for a data blob whose source is absent (repeatable)",
+    )  # fmt: skip
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="main.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -77,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("output")
     p.add_argument("--splits", action="store_true")
     p.add_argument("--phase", choices=PHASES, default="TRAIN")
+    _input_shape_flag(p)
+
+    p = sub.add_parser("shapes", help="one line per layer: name, type, top shapes, params, FLOPs")
+    p.add_argument("net")
+    p.add_argument("--phase", choices=PHASES, default="TRAIN")
+    p.add_argument("--splits", action="store_true")
+    _input_shape_flag(p)
 
     p = sub.add_parser("fill", help="write every parameter blob as its fillers initialise it")
     p.add_argument("--model", required=True)
@@ -137,6 +151,10 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         from engine.export.cli import run
 
         return run
+    if name == "shapes":
+        from graph_view.cli_shapes import run as run_shapes
+
+        return run_shapes
     modules = {
         "splits": "splits",
         "time": "time",

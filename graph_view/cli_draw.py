@@ -17,8 +17,10 @@ def run(args: argparse.Namespace) -> int:
     if ext not in (".png", ".svg"):
         print(f"error: cannot draw to '{args.output}': the output must end in .png or .svg", file=sys.stderr)
         return 2
+    from graph_view.cli_shapes import input_shapes
     from proto.textio import read_net
 
+    typed = input_shapes(getattr(args, "input_shape", None))
     net = read_net(args.net)  # OSError / FormatError: main prints them
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
@@ -28,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
     app = QApplication.instance() or QApplication(["main.py draw"])  # noqa: F841  (kept for the render)
     phase = caffe_pb2.TEST if str(getattr(args, "phase", "TRAIN")).upper() == "TEST" else caffe_pb2.TRAIN
-    scene = render.make_scene(net, os.path.abspath(args.net), phase, bool(getattr(args, "splits", False)))
+    splits = bool(getattr(args, "splits", False))
+    scene = render.make_scene(net, os.path.abspath(args.net), phase, splits, typed)
     for problem in scene.problems:
         print(f"{problem.severity}: {problem.name}: {problem.message}", file=sys.stderr)
     size = render.save(scene, args.output, title=net.name)

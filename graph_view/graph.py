@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from engine import data_shapes
+from engine.data_shapes import Hints
 from engine.errors import EngineError
 from engine.insert_splits import insert_splits
 from engine.layers import layer_types
@@ -51,6 +53,7 @@ class Node:
     top_shapes: list[Shape | None] = field(default_factory=list)
     params: int = 0
     flops: float = 0.0
+    assumed: data_shapes.Assumption | None = None  # its shapes rest on an assumption, not on its data
 
     @property
     def bottoms(self) -> list[str]:
@@ -88,6 +91,13 @@ class Graph:
     split_error: str | None = None
     total_params: int = 0
     total_flops: float = 0.0
+    # data layers whose source was read: data_shapes.record_key -> their top shapes (for the sidecar)
+    read_shapes: dict[str, list[Shape]] = field(default_factory=dict)
+
+    @property
+    def assumed(self) -> dict[str, data_shapes.Assumption]:
+        """Node or band key -> the assumption its data shapes rest on (data not read)."""
+        return {k: s.assumed for k, s in self.shapes.items() if s.assumed is not None}
 
     def index_of(self, key: str) -> int | None:
         node = self.nodes.get(key)
@@ -146,8 +156,10 @@ def build(
     phase: int = caffe_pb2.TRAIN,
     splits: bool = False,
     module_dirs: Sequence[str] = (),
+    hints: Hints | None = None,
 ) -> Graph:
-    """``module_dirs``: where Python layers' modules are looked for first (the net's folder)."""
+    """``module_dirs``: where Python layers' modules are looked for first (the net's folder);
+    ``hints``: shapes for data layers whose source is absent (``engine.data_shapes``)."""
     graph = Graph(phase, splits)
     kept, rule_errors = _visible(net, phase)
     layers: list[tuple[int | None, LayerParameter]] = list(kept)
@@ -156,7 +168,7 @@ def build(
             layers = _with_splits(kept)
         except EngineError as exc:
             graph.split_error = str(exc)
-    results = infer([layer for _, layer in layers], phase, module_dirs)
+    results = infer([layer for _, layer in layers], phase, module_dirs, hints)
     known = set(layer_types())
     names = Counter[str]()
     producer: dict[str, tuple[str, int]] = {}  # blob -> (node key, top slot) as of now
@@ -170,6 +182,10 @@ def build(
         key = layer.name if names[layer.name] == 1 else f"{layer.name}#{names[layer.name]}"
         shapes = results[len(graph.layers)]
         graph.layers[key], graph.shapes[key] = layer, shapes
+        if data_shapes.reads_source(layer) and not shapes.error and None not in shapes.tops:
+            graph.read_shapes[data_shapes.record_key(layer, phase)] = [
+                s for s in shapes.tops if s is not None
+            ]
         if index is not None:
             graph.keys_of_index[index] = key
             if index in rule_errors:
@@ -197,6 +213,7 @@ def build(
 
         node = Node(key, index, layer, generated=index is None, known=layer.type in known)
         node.top_shapes, node.params, node.flops = list(shapes.tops), params, flop_count
+        node.assumed = shapes.assumed
         graph.nodes[key] = node
         graph.host[key] = key
         for slot, blob in enumerate(layer.bottom):

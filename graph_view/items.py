@@ -182,6 +182,8 @@ def node_lines(node: Node) -> list[tuple[str, str]]:
     lines = [("body", summary.settings(layer)), ("note", summary.param_notes(layer))]
     if node.generated:
         lines.append(("note", "added by Caffe (InsertSplits)"))
+    if node.assumed is not None:  # its data was not read: every shape below rests on this
+        lines.append(("assumed", node.assumed.label))
     lines.append(("small", summary.stats(node.params, node.flops)))
     return [(role, text) for role, text in lines if text]
 
@@ -300,6 +302,8 @@ class NodeItem(QGraphicsItem):
             lines.append(f"top {blob}: {summary.dims(shape) if shape is not None else 'shape unknown'}")
         if self.node.bands:
             lines.append("in place: " + ", ".join(b.layer.name for b in self.node.bands))
+        if self.node.assumed is not None:
+            lines.append(f"shapes {self.node.assumed.describe()}")
         return "\n".join([*lines, problem_tip(self.problems)]).strip()
 
     # ---- drawing ----------------------------------------------------------------------------
@@ -350,7 +354,13 @@ class NodeItem(QGraphicsItem):
         for role, text in self.lines:
             f = "body" if role == "body" else "small"
             painter.setFont(font(f))
-            painter.setPen(QColor({"body": style.TEXT, "note": "#0f766e", "small": style.MUTED}[role]))
+            painter.setPen(
+                QColor(
+                    {"body": style.TEXT, "note": "#0f766e", "small": style.MUTED, "assumed": style.ASSUMED}[
+                        role
+                    ]
+                )
+            )
             text = metrics(f).elidedText(text, Qt.TextElideMode.ElideRight, r.width() - 2 * PAD)
             painter.drawText(
                 QRectF(r.left() + PAD, y, r.width() - 2 * PAD, style.LINE_H),

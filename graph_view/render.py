@@ -13,6 +13,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 
 from graph_view import sidecar, style
+from graph_view.cli_shapes import hints_for
 from graph_view.scene import GraphScene
 from proto import caffe_pb2
 
@@ -26,10 +27,14 @@ def make_scene(
     net_path: str | None = None,
     phase: int = caffe_pb2.TRAIN,
     splits: bool = False,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
 ) -> GraphScene:
+    """``input_shapes``: assumed shapes for data blobs, over the sidecar's (``--input-shape``)."""
     scene = GraphScene()
     scene.editing, scene.cache_items = False, False
     scene.phase, scene.splits = phase, splits
+    if net_path:
+        scene.data_hints = hints_for(net_path, dict(input_shapes or {}))
     state = sidecar.load(net_path)
     if state is not None:
         scene.manual, scene.downward, scene.expanded = (

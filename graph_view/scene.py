@@ -16,6 +16,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsSceneMouseEvent
 
+from engine.data_shapes import Hints
 from graph_view import canvas_colours, style
 from graph_view.graph import Graph, build
 from graph_view.items import NodeItem, measure
@@ -43,6 +44,7 @@ class GraphScene(QGraphicsScene):
         self.cache_items = True  # False when rendering to a file: an SVG wants text, not cached bitmaps
         self.expanded: set[str] = set()
         self.module_dirs: list[str] = []  # where Python layers' modules are imported from first
+        self.data_hints = Hints()  # shapes for data layers whose source is absent (typed, recorded, deploy)
         self.manual: dict[str, tuple[float, float]] = {}  # key -> centre, canonical (top-to-bottom) y
         self.graph: Graph = build(self.net)
         self.problems: list[Problem] = []
@@ -68,7 +70,7 @@ class GraphScene(QGraphicsScene):
 
     def rebuild(self) -> None:
         selected = {getattr(item, "key", None) for item in self.selectedItems()}
-        self.graph = build(self.net, self.phase, self.splits, self.module_dirs)
+        self.graph = build(self.net, self.phase, self.splits, self.module_dirs, self.data_hints)
         self.problems = validate(self.graph) + caffe10_problems(self.graph)
         by_key: dict[str, list[Problem]] = defaultdict(list)
         for problem in self.problems:
@@ -90,7 +92,7 @@ class GraphScene(QGraphicsScene):
             self.nodes[key] = item
             for stagger, port in enumerate(item.top_ports):
                 shape = node.top_shapes[port.slot] if port.slot < len(node.top_shapes) else None
-                BlobLabel(port, shape, self.downward, stagger)
+                BlobLabel(port, shape, self.downward, stagger, node.assumed is not None)
         for i, edge in enumerate(self.graph.edges):
             src, dst = self.nodes[edge.src], self.nodes[edge.dst]
             bends = (

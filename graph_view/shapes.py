@@ -10,7 +10,9 @@ even for a ResNet-152 at batch 32 (a real ``Net`` allocates gigabytes there):
   draws millions of values.
 
 A layer that fails records its message and leaves its tops unknown; layers after it still get
-their shapes where their inputs are known, so one mistake does not blank the whole picture.
+their shapes where their inputs are known, so one mistake does not blank the whole picture. A data
+layer whose source (or mean file) cannot be read gets the shapes ``engine.data_shapes`` assumes
+for it, marked as assumed, and everything downstream follows.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from engine import data_shapes
 from engine.blob import Blob
+from engine.data_shapes import Assumption, Hints
 from engine.layers import Layer, create_layer
 from graph_view import pymodules
 from proto import caffe_pb2
@@ -72,6 +76,8 @@ class LayerShapes:
     params: list[Shape] = field(default_factory=list)
     error: str | None = None
     data_error: bool = False  # a data layer that cannot read its source: a warning, not a mistake
+    assumed: Assumption | None = None  # where a data layer's shapes came from when not from its data
+    notes: tuple[str, ...] = ()  # warnings that cost no shape (a mean file that cannot be read)
 
     @property
     def param_count(self) -> int:
@@ -159,18 +165,44 @@ def _explain_python(source: LayerParameter, result: LayerShapes, module_dirs: Se
     return result
 
 
-def infer(layers: Sequence[LayerParameter], phase: int, module_dirs: Sequence[str] = ()) -> list[LayerShapes]:
+def infer(
+    layers: Sequence[LayerParameter],
+    phase: int,
+    module_dirs: Sequence[str] = (),
+    hints: Hints | None = None,
+) -> list[LayerShapes]:
     """Shapes for each layer of an already phase-filtered net, in order.
 
     ``module_dirs``: the folders Python layers' modules are imported from first (the net's own).
+    ``hints``: what is known of the data beyond the layers' own fields (typed and recorded shapes,
+    the net's path for a deploy net beside it).
     """
     modules = [l.python_param.module for l in layers if l.type == "Python" and l.python_param.module]
     context = pymodules.importing_from(module_dirs, modules) if modules else contextlib.nullcontext()
     with context:
-        return _infer(layers, phase, module_dirs)
+        return _infer(layers, phase, module_dirs, hints)
 
 
-def _infer(layers: Sequence[LayerParameter], phase: int, module_dirs: Sequence[str]) -> list[LayerShapes]:
+def _data_layer(param: LayerParameter, layers: Sequence[LayerParameter], hints: Hints | None) -> LayerShapes:
+    """A data layer set up from its source; failing that, the shapes assumed for it. A mean file
+    that cannot be read is a note: the layer is set up again without it (it changes no shape)."""
+    notes: tuple[str, ...] = ()
+    if param.transform_param.HasField("mean_file"):
+        _mean, problem = data_shapes.mean_file_shape(param)
+        if problem:
+            notes = (f"{problem} (it changes no shape: the shapes are found without it)",)
+            param.transform_param.ClearField("mean_file")
+    result = _one(param, [], DATA_TYPES)
+    if not result.error:
+        return LayerShapes(result.tops, result.params, notes=notes)
+    assumed = data_shapes.assume(param, param.phase, hints, layers)
+    tops = list(assumed.tops) if assumed is not None else result.tops
+    return LayerShapes(tops, [], result.error, True, assumed, notes)
+
+
+def _infer(
+    layers: Sequence[LayerParameter], phase: int, module_dirs: Sequence[str], hints: Hints | None
+) -> list[LayerShapes]:
     shapes: dict[str, Shape] = {}  # blob -> its shape as of now
     results: list[LayerShapes] = []
     for source in layers:
@@ -187,7 +219,10 @@ def _infer(layers: Sequence[LayerParameter], phase: int, module_dirs: Sequence[s
             param.CopyFrom(source)
             if not param.HasField("phase"):
                 param.phase = phase  # type: ignore[assignment]  # a Phase number
-            result = _one(param, [_blob(s) for s in bottom_shapes], DATA_TYPES)
+            if data_shapes.reads_source(param):
+                result = _data_layer(param, layers, hints)
+            else:
+                result = _one(param, [_blob(s) for s in bottom_shapes], DATA_TYPES)
             if source.type == "Python":
                 result = _explain_python(source, result, module_dirs)
             if key:

@@ -6,6 +6,9 @@ unreadable sidecar means "lay everything out automatically", never an error: a f
 JSON (or nests too deep to read, or is a FIFO or device) is ignored whole, and a position that is
 not two finite numbers within ``LIMIT`` (NaN, Infinity, 1e308, a 400-digit integer) is treated
 as absent, so that box is laid out automatically and the others keep their places.
+The shapes a data layer had the last time its source was read (``data_shapes``, by
+``engine.data_shapes.record_key``) and the input shapes the user assumed for blobs whose data is
+absent (``input_shapes``) live here too; a malformed shape entry is dropped alone.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ class ViewState:
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> centre, top-to-bottom y
     downward: bool = False
     expanded: set[str] = field(default_factory=set)
+    data_shapes: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # "TRAIN/data" -> top shapes
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # blob -> the user's assumed shape
 
 
 def path_for(net_path: str | os.PathLike[str]) -> str:
@@ -51,7 +56,13 @@ def load(net_path: str | os.PathLike[str] | None) -> ViewState | None:
             positions[str(name)] = point
     expanded = data.get("expanded")
     names = {str(k) for k in expanded if isinstance(k, str)} if isinstance(expanded, list) else set()
-    return ViewState(positions, data.get("direction") == "down", names)
+    return ViewState(
+        positions,
+        data.get("direction") == "down",
+        names,
+        _shape_lists(data.get("data_shapes")),
+        {k: v[0] for k, v in _shape_lists(data.get("input_shapes"), single=True).items()},
+    )
 
 
 def _point(value: object) -> tuple[float, float] | None:
@@ -72,6 +83,29 @@ def _point(value: object) -> tuple[float, float] | None:
     return point[0], point[1]
 
 
+def _shape(value: object) -> tuple[int, ...] | None:
+    if not isinstance(value, list) or not value or len(value) > 8:
+        return None
+    if not all(isinstance(d, int) and not isinstance(d, bool) and 0 < d < 2**31 for d in value):
+        return None
+    return tuple(value)
+
+
+def _shape_lists(value: object, single: bool = False) -> dict[str, list[tuple[int, ...]]]:
+    """{name: [shape, ...]} (or {name: shape} when ``single``) from JSON; bad entries are dropped."""
+    out: dict[str, list[tuple[int, ...]]] = {}
+    if not isinstance(value, dict):
+        return out
+    for key, entry in value.items():
+        shapes = [entry] if single else entry
+        if not isinstance(shapes, list):
+            continue
+        parsed = [_shape(s) for s in shapes]
+        if parsed and all(p is not None for p in parsed):
+            out[str(key)] = [p for p in parsed if p is not None]
+    return out
+
+
 def save(net_path: str | os.PathLike[str], state: ViewState) -> str:
     data = {
         "version": VERSION,
@@ -79,6 +113,10 @@ def save(net_path: str | os.PathLike[str], state: ViewState) -> str:
         "positions": {k: [round(x, 1), round(y, 1)] for k, (x, y) in sorted(state.positions.items())},
         "expanded": sorted(state.expanded),
     }
+    if state.data_shapes:
+        data["data_shapes"] = {k: [list(s) for s in v] for k, v in sorted(state.data_shapes.items())}
+    if state.input_shapes:
+        data["input_shapes"] = {k: list(v) for k, v in sorted(state.input_shapes.items())}
     target = path_for(net_path)
     write_text_atomic(target, json.dumps(data, indent=1) + "\n")
     return target

@@ -53,6 +53,7 @@ WIRE_LONG = "#aab1bc"
 SELECTED = "#f59e0b"
 ERROR = "#d93025"
 WARNING = "#e8a317"
+ASSUMED = "#b86200"  # shapes that rest on an assumption, not on the data (readable on light and dark)
 
 # ---- metrics (scene units, at zoom 1) ----------------------------------------------------
 NODE_MIN_W = 150

@@ -3,7 +3,8 @@
 Checks: layer types nobody registered, bottoms nothing produces (or produces only later: Caffe
 runs layers in file order), tops produced twice, cycles, include/exclude rules that clash, and
 whatever the engine's own set-up refused (shape mismatches, bad parameters). A data layer that
-cannot read its source is a warning: the net is fine, the shapes are just unknown.
+cannot read its source is a warning: the net is fine, its shapes are assumed (saying from what)
+or, when nothing says them, unknown (saying how to give them). So is a mean file that cannot be read.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from engine import data_shapes
 from engine.layers import find_layer_class
 from graph_view.graph import Graph
 from proto.caffe_pb2 import LayerParameter
@@ -95,7 +97,26 @@ def validate(graph: Graph) -> list[Problem]:
     for key, shapes in graph.shapes.items():
         if shapes.error and key not in unknown and (key not in reported or shapes.data_error):
             if shapes.data_error:
-                add(key, f"shapes unknown: {shapes.error}", WARNING)
+                add(key, _data_warning(graph, key), WARNING)
             else:
                 add(key, shapes.error)
+    for key, shapes in graph.shapes.items():
+        for note in shapes.notes:
+            add(key, note, WARNING)
     return problems
+
+
+def _data_warning(graph: Graph, key: str) -> str:
+    """The source's problem in full, then what the shapes rest on (or how to give them)."""
+    shapes, layer = graph.shapes[key], graph.layers[key]
+    assumed = shapes.assumed
+    if assumed is not None and assumed.complete:
+        return f"data not read ({shapes.error}): shapes {assumed.describe()}"
+    if assumed is not None and any(s is not None for s in assumed.tops):
+        known = ", ".join(t for t, s in zip(layer.top, assumed.tops) if s is not None)
+        return (
+            f"data not read ({shapes.error}): {known} {assumed.describe()}; for the rest "
+            f"{data_shapes.how_to_give(layer)}"
+        )
+    said = f" ({assumed.reason} say too little)" if assumed is not None else ""
+    return f"shapes unknown{said}: {shapes.error}; {data_shapes.how_to_give(layer)}"

@@ -123,10 +123,14 @@ class BlobLabel(QGraphicsItem):
     A double-click on it renames the blob (the scene catches it: see ``GraphScene.label_at``).
     """
 
-    def __init__(self, port: PortItem, shape: Shape | None, downward: bool, stagger: int) -> None:
+    def __init__(
+        self, port: PortItem, shape: Shape | None, downward: bool, stagger: int, assumed: bool = False
+    ) -> None:
         super().__init__(port.node)
-        self.port = port
+        self.port, self.assumed = port, assumed and shape is not None
         self.name, self.shape_text = port.blob, summary.dims(shape) if shape is not None else ""
+        if self.assumed:  # not read from the data: say so where the shape is read
+            self.shape_text += " assumed"
         self.name_w = advance("small", self.name)
         width = self.name_w + (advance("small", self.shape_text) + 6 if self.shape_text else 0) + 8
         height = metrics("small").height() + 2
@@ -153,5 +157,5 @@ class BlobLabel(QGraphicsItem):
         r = self.rect.adjusted(4, 0, -4, 0)
         painter.setPen(canvas_colours.muted())
         painter.drawText(r, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, self.name)
-        painter.setPen(canvas_colours.text())
+        painter.setPen(QColor(style.ASSUMED) if self.assumed else canvas_colours.text())
         painter.drawText(r, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, self.shape_text)
