@@ -7,6 +7,7 @@ from pathlib import Path
 
 from app import netio
 from app.document import Document
+from engine import relative_paths
 from proto import caffe_pb2
 from proto.errors import FormatError
 
@@ -16,12 +17,13 @@ DEFAULT_NET = EXAMPLES / "mnist" / "lenet_train_test.prototxt"
 
 
 def solver_net_path(solver: caffe_pb2.SolverParameter, solver_path: str | os.PathLike[str]) -> Path | None:
-    """The net file a solver names (``net`` or ``train_net``), beside the solver, else as given."""
+    """The net file a solver names (``net`` or ``train_net``): beside the solver, else in a folder
+    above it (BVLC's solvers name nets from the Caffe root), else as given; beside it when nowhere."""
     name = solver.net or solver.train_net
     if not name:
         return None
-    beside = Path(solver_path).parent / name
-    return beside if beside.is_file() or not Path(name).is_file() else Path(name)
+    found = relative_paths.find(name, solver_path)
+    return found.path if found is not None else Path(solver_path).parent / name
 
 
 def open_path(doc: Document, path: str | os.PathLike[str]) -> str:
@@ -52,6 +54,8 @@ def open_path(doc: Document, path: str | os.PathLike[str]) -> str:
 def _open_solver(doc: Document, text: str, path: str) -> str:
     solver, kept = netio.load_solver_text(text, path)
     net_path = solver_net_path(solver, path)
+    if net_path is not None and not net_path.is_file():  # one line naming where it was looked for
+        raise FormatError(path, relative_paths.not_found(solver.net or solver.train_net, path, "net"))
     if net_path is not None:
         net, net_text = netio.load_net_text(netio.read_file(net_path), net_path)  # may raise: nothing changed
         doc.load_net(net, os.fspath(net_path), net_text)

@@ -9,10 +9,13 @@ random weights for a status line would take seconds and consume the engine's see
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
+from engine import data_shapes
+from engine.data_shapes import Shape
 from engine.errors import EngineError
 from engine.net import Net
 from proto import caffe_pb2
@@ -78,10 +81,15 @@ def layer_flops(
     return top_count
 
 
-def net_totals(net: caffe_pb2.NetParameter) -> Totals:
-    """Build ``net`` (TRAIN phase) and total it. Raises EngineError (or ValueError) saying why not."""
-    copy = caffe_pb2.NetParameter()
-    copy.CopyFrom(net)
+def net_totals(net: caffe_pb2.NetParameter, assumed: Mapping[str, Sequence[Shape]] | None = None) -> Totals:
+    """Build ``net`` (TRAIN phase) and total it. Raises EngineError (or ValueError) saying why not.
+
+    ``assumed``: data layer name -> the top shapes the canvas assumes for it (its data is absent);
+    such a layer is built as an Input of those shapes.
+    """
+    copy = data_shapes.as_inputs(net, assumed) if assumed else caffe_pb2.NetParameter()
+    if not assumed:
+        copy.CopyFrom(net)
     _constant_fillers(copy)
     built = Net(copy, phase=caffe_pb2.TRAIN)
     flops = 0

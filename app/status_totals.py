@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
 from app.document import NET_KINDS, Change, Document
 from app.net_stats import Totals, describe_failure, human, net_totals
+from engine.data_shapes import Shape
 from engine.rng import seeded as own_generator
 from proto import caffe_pb2
 
@@ -34,8 +36,17 @@ class StatusTotals(QLabel):
 
     updated = Signal(str)
 
-    def __init__(self, doc: Document, parent: QWidget | None = None, delay_ms: int = DELAY_MS) -> None:
+    def __init__(
+        self,
+        doc: Document,
+        parent: QWidget | None = None,
+        delay_ms: int = DELAY_MS,
+        assumed: Callable[[], dict[str, list[Shape]]] | None = None,
+    ) -> None:
+        """``assumed()``: data layer name -> the top shapes assumed for it while its data is absent."""
         super().__init__(parent)
+        self._assumed = assumed or dict
+        self._inputs: dict[str, list[Shape]] = {}
         self.setObjectName("statusTotals")
         self.doc = doc
         self.totals: Totals | None = None
@@ -53,6 +64,10 @@ class StatusTotals(QLabel):
         if change.kind in NET_KINDS:
             self._timer.start()
 
+    def schedule(self) -> None:
+        """Measure again after the usual pause (the canvas's assumptions changed)."""
+        self._timer.start()
+
     def recompute(self) -> None:
         if self._running:  # one build at a time: CaffeNet's takes most of a second and 0.5 GB
             self._pending = True
@@ -60,6 +75,7 @@ class StatusTotals(QLabel):
         self._running, self._pending = True, False
         net = caffe_pb2.NetParameter()
         net.CopyFrom(self.doc.net)
+        inputs = self._inputs = self._assumed()
         bridge = self._bridge
 
         def work() -> None:
@@ -67,7 +83,7 @@ class StatusTotals(QLabel):
                 # A data layer draws its seed as it is built: from this thread's own generator, so
                 # a training run's draws (and a filler preview's) stay exactly as they would be.
                 with own_generator(0):
-                    result: object = net_totals(net)
+                    result: object = net_totals(net, inputs)
             except Exception as e:  # any engine failure is a reason to show, never a crash
                 result = e
             with contextlib.suppress(RuntimeError):  # the window closed while we measured
@@ -82,12 +98,14 @@ class StatusTotals(QLabel):
             return
         if isinstance(result, Totals):
             self.totals = result
+            assumed = f" (assumed input: {', '.join(self._inputs)})" if self._inputs else ""
             self.setText(
                 f"{human(result.params)} params · {human(result.blobs)} blob values · "
-                f"{human(result.flops)} FLOPs/batch"
+                f"{human(result.flops)} FLOPs/batch{assumed}"
             )
+            note = f"Data not read: shapes assumed for {', '.join(self._inputs)}\n" if self._inputs else ""
             self.setToolTip(
-                f"TRAIN net, {result.layers} layers (Split layers included)\n"
+                f"{note}TRAIN net, {result.layers} layers (Split layers included)\n"
                 f"Learnable parameters: {result.params:,}\n"
                 f"Values in blobs: {result.blobs:,} ({result.blobs * 4 / 2**20:,.1f} MiB of float32 data)\n"
                 f"Forward FLOPs per batch: {result.flops:,} (a multiply-add counts 2)"

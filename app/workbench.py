@@ -17,6 +17,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMenu, QWidget
 
 from app.about import AboutDialog
+from app.assumed_shape import AssumedShapeBox, train_assumptions
 from app.autosave import INTERVAL_MS, Autosave
 from app.examples import examples, open_example
 from app.find_bar import FindBar
@@ -60,6 +61,8 @@ class Workbench(QObject):
         w = window
         self.palette = Palette(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
         self.inspector = Inspector(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
+        self.assumed_shape = AssumedShapeBox(w.graph, w.selection, self.inspector)  # data not here
+        self.inspector.layout().insertWidget(2, self.assumed_shape)
         self.solver_panel = SolverPanel(w.doc, w.push, w)
         self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.LeftDockWidgetArea)
         # The solver joins the prototxt's tabs (with the initialisation panels); the inspector has a
@@ -74,7 +77,8 @@ class Workbench(QObject):
 
         self.find_bar = FindBar(w.editor.edit, w.editor)
         w.editor.layout().insertWidget(0, self.find_bar)
-        self.totals = StatusTotals(w.doc, w)
+        self.totals = StatusTotals(w.doc, w, assumed=lambda: train_assumptions(w.graph))
+        w.graph.scene.rebuilt.connect(self.totals.schedule)  # a typed shape changes no document
         w.statusBar().addPermanentWidget(self.totals)
         self.recent = RecentFiles(settings, parent=self)
         self._make_menus()

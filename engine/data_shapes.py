@@ -71,8 +71,8 @@ class Hints:
     """What is known about the data layers of one net beyond their own fields. ``deploy`` is
     looked up beside ``net_path`` the first time it is needed (``deploy_for``)."""
 
-    typed: Mapping[str, Shape] = field(default_factory=dict)  # top blob -> the user's shape
-    recorded: Mapping[str, Sequence[Shape]] = field(default_factory=dict)  # record_key -> top shapes
+    typed: dict[str, Shape] = field(default_factory=dict)  # top blob -> the user's shape
+    recorded: dict[str, list[Shape]] = field(default_factory=dict)  # record_key -> top shapes
     net_path: str | None = None
     deploy: Mapping[str, tuple[Shape, str]] | None = None  # given: top blob -> (input shape, file name)
     _found: tuple[object, dict[str, tuple[Shape, str]]] | None = field(
@@ -123,6 +123,29 @@ def assume(
             tuple(_with_labels(layer, [data], batch)), DEPLOY, f"{where} (with batch_size {batch})"
         )
     return _from_layer(layer, batch)
+
+
+def as_inputs(net: caffe_pb2.NetParameter, tops: Mapping[str, Sequence[Shape]]) -> caffe_pb2.NetParameter:
+    """A copy of ``net`` whose data layers named in ``tops`` are Input layers of those top shapes
+    (their include/exclude rules kept): a net the engine builds without the data."""
+    copy = caffe_pb2.NetParameter()
+    copy.CopyFrom(net)
+    for layer in copy.layer:
+        shapes = tops.get(layer.name)
+        if shapes is None or not reads_source(layer) or len(shapes) != len(layer.top):
+            continue
+        for name in (
+            "data_param",
+            "image_data_param",
+            "hdf5_data_param",
+            "window_data_param",
+            "transform_param",
+        ):
+            layer.ClearField(name)
+        layer.type = "Input"
+        for shape in shapes:
+            layer.input_param.shape.add().dim.extend(shape)
+    return copy
 
 
 def _dims(shape: Shape) -> str:

@@ -15,6 +15,7 @@ from PySide6.QtCore import QEvent, QFileSystemWatcher, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from engine.data_shapes import Hints
 from graph_view import canvas_colours, pymodules, sidecar, summary
 from graph_view.controller import GraphController
 from graph_view.document_api import NET_KINDS, Change, Commands, Document, Kind, Push, Selection
@@ -186,6 +187,7 @@ class GraphEditor(QWidget):
             self.scene.module_dirs = pymodules.folders(
                 getattr(doc, "net_path", None), getattr(doc, "solver_path", None)
             )
+            self.scene.data_hints.net_path = getattr(doc, "net_path", None)  # a deploy net beside it
             self.scene.show_net(doc.net)
             self._watch_modules()
         if self._fit_pending and self.view.isVisible() and self.view.viewport().width() > 50:
@@ -199,6 +201,7 @@ class GraphEditor(QWidget):
         self._syncing = False
         self.problems.show_problems(self.scene.problems)
         g = self.scene.graph
+        self.scene.data_hints.recorded.update(g.read_shapes)  # for when the data is gone
         unknown = sum(1 for shapes in g.shapes.values() if None in shapes.tops)
         text = f"{len(g.layers)} layers · "
         if unknown == len(g.layers) and unknown:
@@ -259,6 +262,9 @@ class GraphEditor(QWidget):
         self.scene.expanded = set(state.expanded) if state else set()
         self.scene.downward = state.downward if state else False
         self.toolbar.set_downward(self.scene.downward)
+        self.scene.data_hints = Hints(
+            dict(state.input_shapes) if state else {}, dict(state.data_shapes) if state else {}
+        )
 
     def save_sidecar(self) -> str | None:
         path = getattr(self.document, "net_path", None)
@@ -267,11 +273,26 @@ class GraphEditor(QWidget):
         names = {layer.name for layer in self.document.net.layer}
         positions = {k: v for k, v in self.scene.manual.items() if k in names}
         expanded = {k for k in self.scene.expanded if k in names}
+        hints = self.scene.data_hints
+        state = sidecar.ViewState(
+            positions, self.scene.downward, expanded, dict(hints.recorded), dict(hints.typed)
+        )
         try:
-            return sidecar.save(path, sidecar.ViewState(positions, self.scene.downward, expanded))
+            return sidecar.save(path, state)
         except OSError as exc:
             self.show_message(f"Cannot save the layout beside the net: {exc}")
             return None
+
+    def set_assumed_shape(self, blob: str, shape: tuple[int, ...] | None) -> None:
+        """The shape to assume for ``blob`` while its data layer cannot read its source (None: none);
+        kept in the layout sidecar, never in the prototxt. Every shape after it follows."""
+        typed = self.scene.data_hints.typed
+        if shape is None:
+            typed.pop(blob, None)
+        else:
+            typed[blob] = tuple(shape)
+        self.scene.rebuild()
+        self.save_sidecar()
 
     # ---- selection ------------------------------------------------------------------------------
     def _scene_selection_changed(self) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from engine import data_shapes
+from engine import data_shapes, relative_paths
 from engine.blob import Blob
 from engine.data_shapes import Assumption, Hints
 from engine.layers import Layer, create_layer
@@ -187,6 +187,8 @@ def _data_layer(param: LayerParameter, layers: Sequence[LayerParameter], hints: 
     """A data layer set up from its source; failing that, the shapes assumed for it. A mean file
     that cannot be read is a note: the layer is set up again without it (it changes no shape)."""
     notes: tuple[str, ...] = ()
+    if hints is not None and hints.net_path:  # relative to the Caffe root, as BVLC's nets name them
+        relative_paths.absolutize_data_paths(param, hints.net_path)
     if param.transform_param.HasField("mean_file"):
         _mean, problem = data_shapes.mean_file_shape(param)
         if problem:

@@ -14,7 +14,7 @@ import argparse
 import os
 from collections.abc import Callable, Iterable
 
-from engine import backend
+from engine import backend, relative_paths
 from engine.cli import common, glog
 from engine.cli.signals import SignalHandler
 from engine.net import Net
@@ -24,12 +24,14 @@ from proto import atomic, caffe_pb2
 say = glog.tool_printer(210)
 
 
-def resolve(path: str, beside: str) -> str:
-    """Caffe resolves against the working directory; fall back to the folder of the file naming it."""
-    if os.path.isabs(path) or os.path.exists(path):
-        return path
-    candidate = os.path.join(os.path.dirname(os.path.abspath(beside)), path)
-    return candidate if os.path.exists(candidate) else path
+def resolve(path: str, beside: str, what: str = "net") -> str:
+    """Caffe resolves against the working directory; then the folder of the file naming it and each
+    folder above it (BVLC's solvers name their nets from the Caffe root). Says which it used;
+    a path found nowhere is one line naming every place tried."""
+    found = relative_paths.find_or_explain(path, beside, what, cwd_first=True)
+    if found.base is not None:
+        say(found.note(what))
+    return str(found.path) if found.base is not None else path
 
 
 def read_solver(path: str) -> caffe_pb2.SolverParameter:
@@ -38,11 +40,26 @@ def read_solver(path: str) -> caffe_pb2.SolverParameter:
     param = textio.read_solver(path)
     for field in ("net", "train_net"):
         if param.HasField(field):
-            setattr(param, field, resolve(getattr(param, field), path))
-    param.test_net[:] = [resolve(p, path) for p in param.test_net]
+            setattr(param, field, resolve(getattr(param, field), path, field))
+    param.test_net[:] = [resolve(p, path, "test_net") for p in param.test_net]
     if not param.snapshot_prefix:  # Caffe master: default to the solver file's name
         param.snapshot_prefix = os.path.splitext(path)[0]
+    else:
+        param.snapshot_prefix = _snapshot_prefix(param.snapshot_prefix, path)
     return param
+
+
+def _snapshot_prefix(prefix: str, solver_path: str) -> str:
+    """A relative prefix whose folder is not under the working directory goes where the net was
+    found: the first folder at or above the solver's that has it (the Caffe root)."""
+    folder = os.path.dirname(prefix)
+    if not folder or os.path.isabs(prefix) or os.path.isdir(folder):
+        return prefix
+    found = relative_paths.find(folder, solver_path, folder=True)
+    if found is None or found.base is None:
+        return prefix
+    say(found.note("snapshot_prefix folder"))
+    return os.path.join(found.path, os.path.basename(prefix))
 
 
 BUNDLED = ("mnist_train_lmdb", "mnist_test_lmdb")
@@ -71,6 +88,16 @@ def provide_bundled_mnist(nets: Iterable[caffe_pb2.NetParameter], say: Callable[
 
     paths.DATA_ROOT = mnist.ensure_mnist(progress=progress)
     say(f"Using the bundled MNIST in {paths.DATA_ROOT}")
+
+
+def search_data_beside(param: caffe_pb2.SolverParameter) -> None:
+    """Relative data sources not under the working directory are looked for beside each net file
+    and in the folders above it, as its ``net:`` path was."""
+    from engine.data import paths
+
+    files = [p for p in (param.net, param.train_net, *param.test_net) if p]
+    folders = [f for p in files for f in relative_paths.folders_from(p)]
+    paths.SEARCH_FROM[:] = list(dict.fromkeys(folders))
 
 
 def weight_files(flag: str) -> list[str]:
@@ -153,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
         param.device_id = gpus[0]
         common.set_device(gpus[0])
     provide_bundled_mnist(nets, say)
+    search_data_beside(param)
     with handler:
         solver = create_solver(param, log_fn=glog.solver_printer)
         try:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 ENV_VAR = "BARISTA_DATA_ROOT"
 DATA_ROOT: Path | None = None
+# Folders tried after the working directory (``main.py train``: each net file's folder and those above).
+SEARCH_FROM: list[Path] = []
 
 
 def data_root() -> Path | None:
@@ -33,7 +35,7 @@ def resolve(path: str | os.PathLike[str], also: Iterable[Path] = ()) -> Path:
     given = Path(os.path.expanduser(os.fspath(path)))
     if given.is_absolute() or given.exists():
         return given
-    candidates = [folder / given for folder in also]
+    candidates = [folder / given for folder in (*also, *SEARCH_FROM)]
     root = data_root()
     if root is not None:
         candidates += [root / given, root / given.name]

@@ -435,7 +435,8 @@ def test_filter_hdf5output_and_windowdata_draw_edit_and_write_nothing(qtbot, win
     assert start.results[0].error is None, start.results[0].error
     assert sorted(p.name for p in tmp_path.iterdir()) == ["io.prototxt"]
 
-    # WindowData from the palette: R-CNN's settings, a data warning until it has a window file.
+    # WindowData from the palette: R-CNN's settings, a data warning until it has a window file (its
+    # colour windows, crop_size and batch_size still give the shapes, marked as assumed).
     window.selection.select(0)
     add_from_palette(window, "WindowData")
     layer = window.doc.layer(1)
@@ -446,8 +447,11 @@ def test_filter_hdf5output_and_windowdata_draw_edit_and_write_nothing(qtbot, win
     )
     retype(qtbot, window.workbench.inspector.editor("window_data_param.source"), "windows.txt")
     window.graph.sync()
-    (problem,) = [p for p in window.graph.scene.problems if p.index == 1 and "shapes unknown" in p.message]
+    (problem,) = [p for p in window.graph.scene.problems if p.index == 1 and "data not read" in p.message]
     assert problem.severity == "warning" and "windows.txt" in problem.message
+    assert problem.message.endswith(
+        "shapes assumed from the layer's colour windows, crop_size 227 and batch_size 128"
+    )
     assert list(layer.bottom) == [] and list(layer.top) == ["data", "label"]
     retype(qtbot, window.workbench.inspector.editor("window_data_param.fg_threshold"), "0.6")
     assert window.doc.layer(1).window_data_param.fg_threshold == pytest.approx(0.6)

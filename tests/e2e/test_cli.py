@@ -138,7 +138,7 @@ solver_mode: CPU
         (["train", "--solver", "{solver}", "--bogus"], "unrecognized arguments: --bogus"),
         (["train", "--solver", "{solver}", "--sigint_effect", "kill"], 'Invalid signal effect "kill"'),
         (["train", "--solver", "{solver}", "--level", "x"], "invalid int value: 'x'"),
-        (["train", "--solver", "{no_net}"], "absent.prototxt: no such file"),
+        (["train", "--solver", "{no_net}"], r"net .absent.prototxt. not found: tried .*absent.prototxt"),
         (["train", "--solver", "{bad_prefix}"], "Cannot write to snapshot prefix 'nowhere/snap'"),
         (["test", "--model", "{net}"], "Need model weights to score"),
         (["test", "--weights", "{weights}"], "Need a model definition to score"),
