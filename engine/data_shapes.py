@@ -54,6 +54,8 @@ class Assumption:
     @property
     def label(self) -> str:
         """A few words for the box: ``"shapes assumed from deploy.prototxt"``."""
+        if not self.complete:
+            return "data shape unknown: type it in the inspector"
         if self.origin == DEPLOY:
             return f"shapes assumed from {self.reason.split(' (')[0]}"
         return {

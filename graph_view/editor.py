@@ -163,8 +163,9 @@ class GraphEditor(QWidget):
         elif kind in NET_KINDS:
             self.schedule()
         elif kind == Kind.DIRTY_CHANGED and not self.document.net_dirty:
-            if self.scene.manual:
-                self.save_sidecar()  # the net was saved: its layout goes with it
+            hints = self.scene.data_hints
+            if self.scene.manual or hints.recorded or hints.typed:
+                self.save_sidecar()  # the net was saved: its layout (and data shapes) go with it
         elif kind == Kind.PATH_CHANGED:
             if not self._load_pending and self.scene.manual:
                 self.save_sidecar()  # Save As: the positions follow the net to its new name

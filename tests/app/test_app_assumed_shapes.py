@@ -158,3 +158,49 @@ def test_a_solver_whose_net_is_nowhere_says_where_it_looked(qtbot, window, tmp_p
     ((_title, text),) = errors
     assert "net 'examples/cifar10/cifar10_quick_train_test.prototxt' not found: tried " in text
     assert str(net) in text and "Errno" not in text and "\n" not in text
+
+
+def test_the_status_totals_need_no_mean_file_and_take_the_assumed_inputs(tmp_path, monkeypatch):
+    import lmdb
+
+    from app.net_stats import net_totals
+    from proto import caffe_pb2, textio
+
+    monkeypatch.chdir(tmp_path)
+    net = textio.read_net(write_cifar(tmp_path, deploy=False))
+    with pytest.raises(Exception, match="cannot open the LMDB"):
+        net_totals(net)  # no data, no assumption: the engine's own reason
+    assert net_totals(net, {"cifar": [(100, 3, 32, 32), (100,)]}).params == 145578
+    env = lmdb.open(str(tmp_path / "examples/cifar10/cifar10_train_lmdb"), map_size=1 << 22)
+    datum = caffe_pb2.Datum(channels=3, height=32, width=32, data=bytes(3 * 32 * 32), label=1)
+    with env.begin(write=True) as txn:
+        txn.put(b"00000000", datum.SerializeToString())
+    env.close()
+    totals = net_totals(net)  # the LMDB is read; the missing mean file costs nothing
+    assert totals.params == 145578 and totals.flops > 0
+
+
+def test_shapes_read_from_the_data_are_kept_on_save_and_used_when_it_is_gone(qtbot, window, tmp_path):
+    import lmdb
+
+    from proto import caffe_pb2
+
+    path = write_cifar(tmp_path, deploy=False)
+    source = tmp_path / "examples/cifar10/cifar10_train_lmdb"
+    env = lmdb.open(str(source), map_size=1 << 22)
+    datum = caffe_pb2.Datum(channels=3, height=32, width=32, data=bytes(3 * 32 * 32), label=1)
+    with env.begin(write=True) as txn:
+        txn.put(b"00000000", datum.SerializeToString())
+    env.close()
+    _open(qtbot, window, path)
+    assert window.graph.scene.graph.shapes["cifar"].assumed is None  # read from the LMDB
+    retype(qtbot, window.workbench.inspector.editor("name"), "CIFAR10 quick, here")  # any edit, then Save
+    assert window.doc.net.name == "CIFAR10 quick, here"
+    assert window.save()
+    kept = json.loads(Path(f"{path}.layout.json").read_text())
+    assert kept["data_shapes"]["TRAIN/cifar"] == [[100, 3, 32, 32], [100]]
+    (source / "data.mdb").unlink()
+    _open(qtbot, window, path)
+    cifar = window.graph.scene.graph.shapes["cifar"]
+    assert cifar.tops == [(100, 3, 32, 32), (100,)] and cifar.assumed.origin == "recorded"
+    assert ("assumed", "shapes as last read (data absent)") in window.graph.scene.nodes["cifar"].lines
