@@ -38,8 +38,9 @@ def test_open_a_solver_brings_its_net(folder):
 def test_a_solver_whose_net_is_missing_changes_nothing(folder):
     (folder / "lonely_solver.prototxt").write_text('net: "missing.prototxt"\n')
     doc = Document()
-    with pytest.raises(OSError):
-        open_path(doc, folder / "lonely_solver.prototxt")
+    with pytest.raises(FormatError, match="net 'missing.prototxt' not found: tried ") as info:
+        open_path(doc, folder / "lonely_solver.prototxt")  # one line naming where it looked, no [Errno 2]
+    assert "Errno" not in str(info.value)
     assert doc.net_path is None and doc.solver_path is None
 
 
