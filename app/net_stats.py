@@ -88,9 +88,9 @@ def net_totals(net: caffe_pb2.NetParameter, assumed: Mapping[str, Sequence[Shape
     such a layer is built as an Input of those shapes.
     """
     copy = data_shapes.as_inputs(net, assumed or {})
-    for layer in copy.layer:  # a mean file that is not here changes no total (the canvas warns)
-        if data_shapes.reads_source(layer) and data_shapes.mean_file_shape(layer)[1]:
-            layer.transform_param.ClearField("mean_file")
+    for param in copy.layer:  # a mean file that is not here changes no total (the canvas warns)
+        if data_shapes.reads_source(param) and data_shapes.mean_file_shape(param)[1]:
+            param.transform_param.ClearField("mean_file")
     _constant_fillers(copy)
     built = Net(copy, phase=caffe_pb2.TRAIN)
     flops = 0

@@ -107,7 +107,7 @@ def _shape_lists(value: object, single: bool = False) -> dict[str, list[tuple[in
 
 
 def save(net_path: str | os.PathLike[str], state: ViewState) -> str:
-    data = {
+    data: dict[str, object] = {
         "version": VERSION,
         "direction": "down" if state.downward else "up",
         "positions": {k: [round(x, 1), round(y, 1)] for k, (x, y) in sorted(state.positions.items())},
