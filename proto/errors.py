@@ -68,4 +68,7 @@ class UnknownFieldsError(FormatError):
     def dropped_notice(self) -> str:
         """One line saying what reading without them left out."""
         listing = ", ".join(f"{f.line}:{f.column} {f.describe()}" for f in self.fields)
-        return f"{self.path}: read without the fields BVLC Caffe's schema lacks: {listing}"
+        notes = list(dict.fromkeys(f.counterpart for f in self.fields if f.counterpart))
+        return f"{self.path}: read without the fields BVLC Caffe's schema lacks: {listing}" + "".join(
+            f" ({note})" for note in notes
+        )

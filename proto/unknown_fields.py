@@ -29,6 +29,12 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _CLOSE = {"{": "}", "<": ">"}
+# What a fork's field means in BVLC's own schema, where it has a counterpart.
+COUNTERPARTS = {
+    ("caffe.PoolingParameter", "ceil_mode"): (
+        "ceil_mode is BVLC's round_mode (ceil_mode: false = round_mode: FLOOR); without it pooling rounds up"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,11 @@ class UnknownField:
     layer: str  # the name of the layer it sits in, "" when none
     start: int  # offset of the first character of the field's text
     end: int  # offset just past it
+
+    @property
+    def counterpart(self) -> str | None:
+        """What the field is in BVLC's schema, if it has a counterpart there."""
+        return COUNTERPARTS.get((self.message_type, self.name))
 
     def describe(self) -> str:
         """``"pooling_param.ceil_mode (layer 'pool1')"``."""

@@ -40,7 +40,8 @@ def test_refused_in_one_line_naming_each_field_then_read_without_them(tmp_path: 
     assert 'name: "ip"' in done.stdout and "kernel_size: 3" in done.stdout
     assert done.stderr.strip() == (
         f"warning: {net}: read without the fields BVLC Caffe's schema lacks: "
-        "4:54 pooling_param.ceil_mode (layer 'pool1'), 6:41 fork_param (layer 'ip')"
+        "4:54 pooling_param.ceil_mode (layer 'pool1'), 6:41 fork_param (layer 'ip') (ceil_mode is BVLC's "
+        "round_mode (ceil_mode: false = round_mode: FLOOR); without it pooling rounds up)"
     )
 
 
