@@ -131,6 +131,7 @@ class MainWindow(QMainWindow):
         except OSError as e:
             self.show_error("Cannot save", str(e))
             return False
+        self.graph.net_saved()
         self.statusBar().showMessage(f"Saved {os.path.basename(self.doc.net_path)}", 4000)
         return True
 
@@ -144,6 +145,7 @@ class MainWindow(QMainWindow):
         except OSError as e:
             self.show_error("Cannot save", str(e))
             return False
+        self.graph.net_saved()
         self.statusBar().showMessage(f"Saved {os.path.basename(path)}", 4000)
         self.workbench.opened(path)
         return True

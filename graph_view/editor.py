@@ -163,9 +163,8 @@ class GraphEditor(QWidget):
         elif kind in NET_KINDS:
             self.schedule()
         elif kind == Kind.DIRTY_CHANGED and not self.document.net_dirty:
-            hints = self.scene.data_hints
-            if self.scene.manual or hints.recorded or hints.typed:
-                self.save_sidecar()  # the net was saved: its layout (and data shapes) go with it
+            if self.scene.manual:
+                self.save_sidecar()  # the net was saved: its layout goes with it
         elif kind == Kind.PATH_CHANGED:
             if not self._load_pending and self.scene.manual:
                 self.save_sidecar()  # Save As: the positions follow the net to its new name
@@ -283,6 +282,13 @@ class GraphEditor(QWidget):
         except OSError as exc:
             self.show_message(f"Cannot save the layout beside the net: {exc}")
             return None
+
+    def net_saved(self) -> None:
+        """The user saved the net: the data shapes read from its sources go beside it (for when
+        the data is gone), with the layout. Never on its own: loading or undoing writes nothing."""
+        hints = self.scene.data_hints
+        if hints.recorded or hints.typed:
+            self.save_sidecar()
 
     def set_assumed_shape(self, blob: str, shape: tuple[int, ...] | None) -> None:
         """The shape to assume for ``blob`` while its data layer cannot read its source (None: none);

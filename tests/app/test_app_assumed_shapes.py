@@ -196,6 +196,9 @@ def test_shapes_read_from_the_data_are_kept_on_save_and_used_when_it_is_gone(qtb
     assert window.graph.scene.graph.shapes["cifar"].assumed is None  # read from the LMDB
     retype(qtbot, window.workbench.inspector.editor("name"), "CIFAR10 quick, here")  # any edit, then Save
     assert window.doc.net.name == "CIFAR10 quick, here"
+    window.undo_stack.undo()
+    assert not window.doc.net_dirty and not Path(f"{path}.layout.json").exists()  # nothing unasked
+    window.undo_stack.redo()
     assert window.save()
     kept = json.loads(Path(f"{path}.layout.json").read_text())
     assert kept["data_shapes"]["TRAIN/cifar"] == [[100, 3, 32, 32], [100]]
