@@ -60,7 +60,13 @@ def _input_shape_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="main.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    parser = _Parser(
+        prog="main.py",
+        description=__doc__.split("\n\n")[0],
+        epilog="Without a COMMAND, opens the editor on the LeNet example and its solver. "
+        "`main.py COMMAND --help` lists a command's options.",
+        allow_abbrev=False,
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     helps = {
         "train": "train or finetune a model from a solver, logging as `caffe train` does",

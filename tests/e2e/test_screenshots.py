@@ -41,3 +41,23 @@ def test_every_picture_the_docs_show_is_one_the_script_makes():
     docs = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
     shown = {m for doc in docs for m in re.findall(r"images/(\w+)\.png", doc.read_text())}
     assert shown <= set(screenshots.PICTURES), shown - set(screenshots.PICTURES)
+
+
+def test_help_says_what_no_command_does_and_lists_every_command():
+    done = subprocess.run([sys.executable, "main.py", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "Without a COMMAND, opens the editor" in done.stdout
+    commands = [
+        "train",
+        "test",
+        "time",
+        "device_query",
+        "splits",
+        "upgrade",
+        "draw",
+        "shapes",
+        "fill",
+        "export",
+    ]
+    for command in commands:  # each on a line of its own, with its one-line help there or on the next
+        assert re.search(rf"^ +{command}(\s+\S|\n)", done.stdout, re.M), command
