@@ -15,8 +15,9 @@ from PySide6.QtCore import QEvent, QFileSystemWatcher, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from engine import pymodules
 from engine.data_shapes import Hints
-from graph_view import canvas_colours, pymodules, sidecar, summary
+from graph_view import canvas_colours, sidecar, summary
 from graph_view.controller import GraphController
 from graph_view.document_api import NET_KINDS, Change, Commands, Document, Kind, Push, Selection
 from graph_view.minimap import Minimap

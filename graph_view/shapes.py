@@ -27,11 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from engine import data_shapes, relative_paths
+from engine import data_shapes, pymodules, relative_paths
 from engine.blob import Blob
 from engine.data_shapes import Assumption, Hints
 from engine.layers import Layer, create_layer
-from graph_view import pymodules
 from proto import caffe_pb2
 
 Shape = tuple[int, ...]

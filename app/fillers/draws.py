@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine import rng
+from engine import pymodules, rng
 from engine.errors import EngineError
 from engine.net import Net
 from engine.netstate import layer_included, make_state
-from graph_view import pymodules
 from proto import caffe_pb2
 
 

@@ -20,10 +20,10 @@ import numpy as np
 from app.fields import get_field
 from app.fillers.draws import close
 from app.fillers.slots import slots
+from engine import pymodules
 from engine.layers._recurrent import RecurrentLayer
 from engine.net import Net
 from engine.rng import seeded
-from graph_view import pymodules
 from proto import caffe_pb2
 
 FillerParameter = caffe_pb2.FillerParameter

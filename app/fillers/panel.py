@@ -36,7 +36,7 @@ from app.fillers.row import FillerRow
 from app.fillers.slots import Slot, describe, effective, is_set, slots
 from app.fillers.summary import Preview, summarise
 from app.selection import Selection
-from graph_view import pymodules
+from engine import pymodules
 from proto import caffe_pb2
 
 

@@ -20,7 +20,7 @@ from app.document import NET_KINDS, Change, Document
 from app.fillers.jobs import Jobs
 from app.fillers.netstart import CHOICES, Probe, probe, verdict
 from app.plot_palette import follow_palette
-from graph_view import pymodules
+from engine import pymodules
 from proto import caffe_pb2
 
 COLOURS = ("#3b6fb6", "#e07b00")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app import netio
 from app.fields import copy_message
-from graph_view import pymodules
+from engine import pymodules
 from proto import caffe_pb2
 
 # When the document has no solver: Caffe's LeNet schedule, short.

@@ -21,10 +21,9 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from app.training.job import TrainingJob, provide_bundled_data
-from engine import backend
+from engine import backend, pymodules
 from engine.solvers import Solver, create_solver
 from engine.trainer import Trainer
-from graph_view import pymodules
 
 FLUSH_S = 0.1  # the plots redraw at most 10 times a second: sooner buys nothing
 # A small net runs thousands of iterations a second in pure Python and numpy calls too short to let

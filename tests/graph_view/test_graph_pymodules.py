@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from graph_view import pymodules
+from engine import pymodules
 from graph_view.graph import build
 from proto.textio import parse_net
 

@@ -1,4 +1,4 @@
-"""Where Python layers' modules come from: the net's own folder, as Caffe users keep them. Qt-free.
+"""Where Python layers' modules come from: the net's own folder, as Caffe users keep them.
 
 Caffe imports ``python_param.module`` from PYTHONPATH, and people keep the layer's .py beside the
 prototxt and run caffe from that folder. The app does what that amounts to: while it builds a net
