@@ -23,7 +23,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from engine import backend
+from engine import backend, pymodules
 from engine import net as core
 from engine.blob import Blob as CoreBlob
 from engine.errors import EngineError, naming_file
@@ -298,7 +298,8 @@ class Net:
                 else _read_net_param(str(network_file))
             )
             named = contextlib.nullcontext() if param is network_file else naming_file(str(network_file))
-            with named:  # a net's error names the prototxt it came from
+            file = None if param is network_file else str(network_file)
+            with named, pymodules.for_nets([file], [param]):  # names the prototxt; its folder after ours
                 _core = core.Net(param, phase=phase, level=level, stages=list(stages or []))
         self._net = _core
         python_layers = [layer for layer in _core.layers if isinstance(layer, PythonLayer)]

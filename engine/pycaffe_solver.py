@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine import solvers
+from engine import pymodules, solvers
 from engine.pycaffe import Net
 from engine.solvers.base import Solver as CoreSolver
 from proto import caffe_pb2
@@ -49,7 +49,9 @@ class Solver:
             )
             if self.solver_type is not None:
                 param.type = self.solver_type
-            _core = solvers.create_solver(param)
+            file = None if isinstance(solver_file, caffe_pb2.SolverParameter) else str(solver_file)
+            with pymodules.for_solver(param, file):
+                _core = solvers.create_solver(param)
         self._solver = _core
         self._net = Net(None, _core=_core.net)
         self._test_nets = [Net(None, _core=n) for n in _core.test_nets]

@@ -1,9 +1,12 @@
 """Where Python layers' modules come from: the net's own folder, as Caffe users keep them.
 
 Caffe imports ``python_param.module`` from PYTHONPATH, and people keep the layer's .py beside the
-prototxt and run caffe from that folder. The app does what that amounts to: while it builds a net
-(shapes on the canvas, the filler draws, "How the net starts", training) the document's folders
-are at the front of ``sys.path``. Two more things make a module kept there behave as a user expects:
+prototxt and run caffe from that folder. The CLI, pycaffe and the app (once the user trusts the
+folder, see ``engine.pyimport``) do what that amounts to: while a net *with Python layers* is built
+and run, the net's folders are appended to ``sys.path``, after our packages and everything
+installed, never first (a downloaded folder's ``threadpoolctl.py`` or ``engine.py`` never shadows
+the real one). A net without Python layers leaves ``sys.path`` alone. Two more things make a module
+kept there behave as a user expects:
 
 * ``import caffe`` inside it gets this engine when no package called caffe is installed;
 * a module file edited since it was imported is imported afresh on the next build.
@@ -12,6 +15,7 @@ are at the front of ``sys.path``. Two more things make a module kept there behav
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import importlib.machinery
 import importlib.util
@@ -25,6 +29,13 @@ from proto import caffe_pb2
 _lock = threading.Lock()
 _users: dict[str, int] = {}  # folder -> how many builds hold it on sys.path
 _stamps: dict[str, tuple[str, int, int]] = {}  # module -> (file, mtime_ns, size) when it was imported
+_building: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("pymodules_building", default=())
+imported: dict[str, str | None] = {}  # top-level modules imported for Python layers -> their file
+
+
+def current_folders() -> tuple[str, ...]:
+    """The folders of the net being built in this thread (inside ``importing_from``)."""
+    return _building.get()
 
 
 def module_names(net: caffe_pb2.NetParameter) -> list[str]:
@@ -70,7 +81,11 @@ def _forget(name: str) -> None:
 
 
 def _refresh(names: Iterable[str], where: Sequence[str]) -> None:
-    """Drop a loaded module whose file in ``where`` changed, or that came from somewhere else."""
+    """Drop a module a Python layer imported whose file in ``where`` changed or is another folder's.
+
+    Only modules imported for Python layers are ever dropped: one of ours or an installed one
+    named like a file beside the net stays (``engine.pyimport`` refuses the layer instead).
+    """
     for name in names:
         now = stamp(name, where)
         if now is None:
@@ -78,6 +93,8 @@ def _refresh(names: Iterable[str], where: Sequence[str]) -> None:
         module = sys.modules.get(name)
         loaded = getattr(module, "__file__", None)
         same_file = loaded is not None and os.path.abspath(loaded) == now[0]
+        if module is not None and name.split(".")[0] not in imported:
+            continue
         if module is not None and (not same_file or _stamps.get(name) != now):
             _forget(name)
             with contextlib.suppress(OSError, NotImplementedError, ValueError):
@@ -101,25 +118,28 @@ def _alias_caffe() -> None:
 
 @contextlib.contextmanager
 def importing_from(where: Sequence[str], names: Iterable[str] = ()) -> Iterator[None]:
-    """While inside, ``where`` leads ``sys.path`` (modules ``names`` refreshed if their files changed)."""
+    """While inside, the net's folders ``where`` end ``sys.path`` and are the ones its Python layers
+    (modules ``names``, refreshed if their files changed) may come from. Without ``names`` (a net
+    with no Python layer) nothing is touched."""
     where = [w for w in where if w]
     names = list(names)
-    if not where and not names:
+    if not names:
         yield
         return
+    token = _building.set(tuple(where))
     with _lock:
-        for folder in reversed(where):
+        _alias_caffe()  # before the folders join: a caffe.py beside the net is not "caffe installed"
+        for folder in where:
             if _users.get(folder, 0) == 0 and folder not in sys.path:
-                sys.path.insert(0, folder)
+                sys.path.append(folder)
                 _users[folder] = 1
             elif folder in _users:
                 _users[folder] += 1
-        if names:
-            _alias_caffe()
-            _refresh(names, where)
+        _refresh(names, where)
     try:
         yield
     finally:
+        _building.reset(token)
         with _lock:
             for folder in where:
                 if folder not in _users:
@@ -129,6 +149,28 @@ def importing_from(where: Sequence[str], names: Iterable[str] = ()) -> Iterator[
                     del _users[folder]
                     with contextlib.suppress(ValueError):
                         sys.path.remove(folder)
+
+
+def for_nets(
+    files: Iterable[str | os.PathLike[str] | None], nets: Iterable[caffe_pb2.NetParameter]
+) -> contextlib.AbstractContextManager[None]:
+    """``importing_from`` the folders of ``files`` (the net's, the solver's) for the Python layers of
+    ``nets``: a run of the CLI or a pycaffe script (the user ran it, so no trust is asked)."""
+    names = list(dict.fromkeys(name for net in nets for name in module_names(net)))
+    return importing_from(folders(*files), names)
+
+
+def for_solver(
+    param: caffe_pb2.SolverParameter, file: str | os.PathLike[str] | None = None
+) -> contextlib.AbstractContextManager[None]:
+    """``for_nets`` for the nets a solver builds (its net files, relative to the working folder as
+    Caffe reads them, and its inline nets); ``file``: the solver's own file."""
+    from proto import textio
+
+    paths = [p for p in (param.net, param.train_net, *param.test_net) if p]
+    inline = [n for n in (param.net_param, param.train_net_param, *param.test_net_param) if n.layer]
+    nets = [textio.read_net(p) for p in paths if os.path.isfile(p)] + inline
+    return for_nets([file, *paths], nets)
 
 
 def missing_hint(name: str, where: Sequence[str]) -> str:

@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from engine import backend, rng
+from engine import backend, pymodules, rng
 from engine.cli.common import phase_value, read_net
 from engine.errors import naming_file
 from engine.net import Net
@@ -15,8 +15,9 @@ from proto.atomic import atomic_file
 
 def initial_parameters(path: str, phase: int, seed: int) -> dict[str, np.ndarray]:
     """Every parameter blob of the net as its fillers draw it, keyed 'LAYER/INDEX'."""
-    with rng.seeded(seed), naming_file(path):
-        net = Net(read_net(path), phase=phase, xp=np)
+    param = read_net(path)
+    with rng.seeded(seed), naming_file(path), pymodules.for_nets([path], [param]):
+        net = Net(param, phase=phase, xp=np)
     return {
         f"{name}/{i}": backend.to_host(blob.data)
         for name, layer in zip(net.layer_names, net.layers)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine import backend
+from engine import backend, pymodules
 from engine.cli import common, glog
 from engine.cli.train import provide_bundled_mnist
 from engine.errors import naming_file
@@ -76,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
         say("Use CPU.")
         backend.set_mode_cpu()
     provide_bundled_mnist([param], say)
-    with naming_file(args.model):
+    with naming_file(args.model), pymodules.for_nets([args.model], [param]):
         net = Net(param)
-    try:
-        copy_weights(net)
-        score(net, args.iterations, say)
-    finally:
-        net.close()
+        try:
+            copy_weights(net)
+            score(net, args.iterations, say)
+        finally:
+            net.close()
     return 0

@@ -12,7 +12,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from engine import backend
+from engine import backend, pymodules
 from engine.cli import common, glog
 from engine.errors import naming_file
 from engine.net import Net
@@ -87,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         say("Use CPU.")
         backend.set_mode_cpu()
-    with naming_file(args.model):
+    with naming_file(args.model), pymodules.for_nets([args.model], [param]):
         net = Net(param)
-    try:
-        benchmark(net, args.iterations, say)
-    finally:
-        net.close()
+        try:
+            benchmark(net, args.iterations, say)
+        finally:
+            net.close()
     return 0

@@ -14,7 +14,7 @@ import argparse
 import os
 from collections.abc import Callable, Iterable
 
-from engine import backend, relative_paths
+from engine import backend, pymodules, relative_paths
 from engine.cli import common, glog
 from engine.cli.signals import SignalHandler
 from engine.net import Net
@@ -181,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
         common.set_device(gpus[0])
     provide_bundled_mnist(nets, say)
     search_data_beside(param)
-    with handler:
+    files = [args.solver, param.net, param.train_net, *param.test_net]
+    with handler, pymodules.for_nets(files, nets):
         solver = create_solver(param, log_fn=glog.solver_printer)
         try:
             solver.action = handler.action

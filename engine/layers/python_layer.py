@@ -1,8 +1,10 @@
 """Python: a layer whose work is done by a user's class, as pycaffe's Python layer.
 
 ``python_param { module: "m" layer: "C" param_str: "..." }`` imports module ``m`` (found on
-``sys.path``) and makes ``C(layer_param)``, a subclass of pycaffe's ``Layer`` (``engine.Layer``).
-Before the object's ``setup`` runs it gets ``self.param_str`` and ``self.phase``; then every
+``sys.path``, then in the net's folder; ``engine.pyimport`` decides whether it may be, and refuses
+names that clash with ours or Python's) and makes ``C(layer_param)``, a subclass of pycaffe's
+``Layer`` (``engine.Layer``). Before the object's ``setup`` runs it gets ``self.param_str`` and
+``self.phase``; then every
 ``setup(bottom, top)``, ``reshape(bottom, top)``, ``forward(bottom, top)`` and
 ``backward(top, propagate_down, bottom)`` is handed to it, with the blobs as pycaffe Blobs whose
 ``.data`` / ``.diff`` are numpy arrays. The tops take the shapes the object's reshape gives them.
@@ -21,12 +23,12 @@ the layer; a module or class that cannot be found is an ImportError / AttributeE
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine import pyimport
 from engine.blob import Blob
 from engine.errors import EngineError, LayerSetupError
 from engine.layers.base import Layer
@@ -115,7 +117,9 @@ class PythonLayer(Layer):
         if not spec.module:
             raise self._fail(ImportError(), "python_param.module is empty: name the module to import")
         try:
-            module = importlib.import_module(spec.module)
+            module = pyimport.import_module(spec.module)
+        except (pyimport.NotTrusted, pyimport.ModuleClash) as exc:
+            raise self._fail(exc, str(exc)) from exc
         except Exception as exc:
             text = f"cannot import module '{spec.module}' (python_param.module): {_describe(exc)}"
             raise self._fail(exc, text) from exc

@@ -25,17 +25,19 @@ layer { name: "py" type: "Python" bottom: "x" top: "y" python_param { module: "M
 """
 
 
-def test_the_folder_leads_sys_path_only_while_building_and_edits_are_seen(tmp_path):
+def test_the_folder_ends_sys_path_only_while_building_and_edits_are_seen(tmp_path):
     module = "pymodules_twice_probe"
     (tmp_path / f"{module}.py").write_text(LAYER.replace("WIDTH", "2"))
     net = parse_net(NET.replace("MODULE", module))
     before = list(sys.path)
     with pymodules.importing_from([str(tmp_path)], [module]):
-        assert sys.path[0] == str(tmp_path)
+        assert sys.path == [*before, str(tmp_path)]  # after ours and everything installed, never first
         with pymodules.importing_from([str(tmp_path)], [module]):  # nested (another thread's build)
             assert sys.path.count(str(tmp_path)) == 1
-        assert sys.path[0] == str(tmp_path)
+        assert sys.path[-1] == str(tmp_path)
     assert sys.path == before
+    with pymodules.importing_from([str(tmp_path)], []):  # a net without Python layers: nothing changes
+        assert sys.path == before
     assert build(net, module_dirs=[str(tmp_path)]).nodes["py"].top_shapes == [(4, 6)]
     assert sys.modules["caffe"].Layer is sys.modules["engine"].Layer  # no caffe installed: the engine
 
