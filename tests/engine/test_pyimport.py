@@ -96,7 +96,7 @@ def test_engine_py_or_proto_py_beside_a_net_never_replaces_ours(tmp_path, name):
     [
         ("this", "Python's standard module 'this'"),
         ("numpy", "the installed module 'numpy' already loaded from"),
-        ("threadpoolctl", "the installed module 'threadpoolctl' at"),
+        ("threadpoolctl", "the installed module 'threadpoolctl'"),  # loaded by now, or not yet
     ],
 )
 def test_names_of_python_or_installed_modules_are_refused_and_run_nothing(tmp_path, capfd, name, clash):
