@@ -32,6 +32,8 @@ from app.prototxt_editor import PrototxtEditor
 from app.selection import Selection
 from app.themes import LIGHT, apply_theme
 from app.training import TrainingDock
+from app.trust import TrustGuard
+from app.trust_dialog import TrustedFoldersDialog
 from app.undo import UndoStack
 from app.workbench import INTERVAL_MS, Workbench
 from graph_view.editor import GraphEditor
@@ -55,9 +57,11 @@ class MainWindow(QMainWindow):
         self.doc = doc if doc is not None else Document()
         self.undo_stack = UndoStack(self.doc, self)
         self.selection = Selection(self.doc)
+        self.trust = TrustGuard(self.doc, self, settings)  # before any view builds the net
 
         self.graph = GraphEditor(self.doc, self.push, self.selection, commands.GraphCommands(), self)
         self.setCentralWidget(self.graph)
+        self.trust.changed.connect(self.graph.schedule)
         self.editor = PrototxtEditor(self.doc, self.undo_stack.push_command, self)
         self.editor_dock = QDockWidget("Prototxt", self)
         self.editor_dock.setObjectName("prototxtDock")
@@ -190,6 +194,12 @@ class MainWindow(QMainWindow):
     def show_error(self, title: str, message: str) -> None:
         QMessageBox.critical(self, title, message)
 
+    def show_trusted_folders(self) -> None:
+        """File > Trusted Folders…: the folders whose Python layers run, to take any back."""
+        dialog = TrustedFoldersDialog(self.trust.folders, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+
     # ---- drag and drop a file -----------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls() and any(url.isLocalFile() for url in event.mimeData().urls()):
@@ -220,6 +230,7 @@ class MainWindow(QMainWindow):
         self.save_action = action("&Save", self.save, [keys.Save], icon.SP_DialogSaveButton)
         self.save_as_action = action("Save &As…", self.save_as, [keys.SaveAs])
         self.quit_action = action("&Quit", self.close, [keys.Quit])
+        self.trusted_folders_action = action("&Trusted Folders…", self.show_trusted_folders)
         self.undo_action = action("&Undo", self.undo, [keys.Undo], icon.SP_ArrowBack)
         self.redo_action = action("&Redo", self.redo, [keys.Redo, "Ctrl+Shift+Z"], icon.SP_ArrowForward)
         self.undo_action.setIconText("Undo")  # the toolbar keeps short labels; the menu names the edit
@@ -232,6 +243,8 @@ class MainWindow(QMainWindow):
 
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addActions([self.open_action, self.save_action, self.save_as_action])
+        file_menu.addSeparator()
+        file_menu.addAction(self.trusted_folders_action)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         edit_menu = self.menuBar().addMenu("&Edit")

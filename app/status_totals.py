@@ -15,8 +15,10 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
+from app import trust
 from app.document import NET_KINDS, Change, Document
 from app.net_stats import Totals, describe_failure, human, net_totals
+from engine import pymodules
 from engine.data_shapes import Shape
 from engine.rng import seeded as own_generator
 from proto import caffe_pb2
@@ -57,6 +59,9 @@ class StatusTotals(QLabel):
         self._timer = QTimer(self, singleShot=True, interval=delay_ms)
         self._timer.timeout.connect(self.recompute)
         doc.changed.connect(self._on_change)
+        guard = trust.guard_of(doc)
+        if guard is not None:
+            guard.changed.connect(self._timer.start)  # a folder trusted or taken back
         self.setText("measuring…")
         self._timer.start()
 
@@ -76,13 +81,14 @@ class StatusTotals(QLabel):
         net = caffe_pb2.NetParameter()
         net.CopyFrom(self.doc.net)
         inputs = self._inputs = self._assumed()
+        where = pymodules.folders(self.doc.net_path, self.doc.solver_path)
         bridge = self._bridge
 
         def work() -> None:
             try:
                 # A data layer draws its seed as it is built: from this thread's own generator, so
                 # a training run's draws (and a filler preview's) stay exactly as they would be.
-                with own_generator(0):
+                with own_generator(0), pymodules.importing_from(where, pymodules.module_names(net)):
                     result: object = net_totals(net, inputs)
             except Exception as e:  # any engine failure is a reason to show, never a crash
                 result = e

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from engine import data_shapes, pymodules, relative_paths
+from engine import data_shapes, pyimport, pymodules, relative_paths
 from engine.blob import Blob
 from engine.data_shapes import Assumption, Hints
 from engine.layers import Layer, create_layer
@@ -151,7 +151,9 @@ def _key(source: LayerParameter, phase: int, bottom_shapes: tuple, module_dirs: 
     if source.type == "Python":  # its code may be slow: set up again only when it, or its file, changes
         module = source.python_param.module
         stamp = pymodules.stamp(module, module_dirs) if module else None
-        return (source.SerializeToString(deterministic=True), phase, bottom_shapes, tuple(module_dirs), stamp)
+        allowed = pyimport.allowed(module_dirs)  # "not run" until its folder is trusted, then run
+        key = (source.SerializeToString(deterministic=True), phase, bottom_shapes, tuple(module_dirs))
+        return (*key, stamp, allowed)
     # Sources (files) can change under us: a layer without bottoms is always set up again.
     return (source.SerializeToString(deterministic=True), phase, bottom_shapes) if source.bottom else ()
 

@@ -10,7 +10,7 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from engine import backend
+from engine import backend, pyimport
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,3 +55,10 @@ def _seed():
 
     rng.set_random_seed(1701)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _no_trust_gate():
+    """A window turns on the app's trust gate for Python layers (engine.pyimport); no test inherits it."""
+    yield
+    pyimport.require_trust(None)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import trust
 from app.commands import Command, CommandError
 from app.document import NET_KINDS, Change, Document
 from app.edits import layer_edit
@@ -70,6 +71,9 @@ class FillerPanel(QWidget):
         self._make_widgets()
         doc.changed.connect(self._on_doc)
         selection.changed.connect(self._on_selection)
+        guard = trust.guard_of(doc)
+        if guard is not None:
+            guard.changed.connect(self._redraw)  # a folder trusted or taken back: draw again
         self._refresh_layers()
         self._refresh_rows()
 
@@ -207,6 +211,9 @@ class FillerPanel(QWidget):
         net.CopyFrom(self.doc.net)
         phase, seed = self.phase, self.seed
         where = pymodules.folders(self.doc.net_path, self.doc.solver_path)
+        guard = trust.guard_of(self.doc)
+        if guard is not None:
+            guard.ensure(ask_again=False)  # untrusted: its Python layers say "not run" meanwhile
         self.build_jobs.submit(lambda: initialise(net, phase, seed, index, where))
 
     def _built(self, initial: Initial) -> None:

@@ -16,6 +16,7 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetricsF, QPalette
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
+from app import trust
 from app.document import NET_KINDS, Change, Document
 from app.fillers.jobs import Jobs
 from app.fillers.netstart import CHOICES, Probe, probe, verdict
@@ -93,6 +94,9 @@ class NetStartPanel(QWidget):
         self._timer.timeout.connect(self._run)
         self._make_widgets()
         doc.changed.connect(self._on_doc)
+        guard = trust.guard_of(doc)
+        if guard is not None:
+            guard.changed.connect(self._schedule)  # a folder trusted or taken back: run again
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -230,6 +234,9 @@ class NetStartPanel(QWidget):
         phase, seed = self.phase, self.seed
         labels = [combo.currentText() for combo in self.choices]
         where = pymodules.folders(self.doc.net_path, self.doc.solver_path)
+        guard = trust.guard_of(self.doc)
+        if guard is not None:
+            guard.ensure(ask_again=False)  # untrusted: its Python layers say "not run" meanwhile
         self.jobs.submit(lambda: tuple(probe(net, phase, seed, label, where) for label in labels))
 
     # ---- drawing ------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import trust
 from app.training.console import Console
 from app.training.controller import TrainingController
 from app.training.export import write_csv
@@ -190,6 +191,9 @@ class TrainingDock(QDockWidget):
             return None
         if self._before_train is not None:
             self._before_train()  # text typed in the editor but not yet applied goes in first
+        guard = trust.guard_of(self.doc)
+        if guard is not None and not guard.ensure(then=self.train):
+            return None  # its Python layers' folder is not trusted: asked; trains once it is
         self.error.hide()
         self.show()
         self.raise_()

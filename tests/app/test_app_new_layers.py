@@ -344,6 +344,7 @@ def problems_of(window: MainWindow, key: str) -> list[str]:
 
 def test_a_python_layer_beside_the_net_gets_shapes_from_its_reshape_and_trains(qtbot, window, tmp_path):
     solver = python_net(tmp_path / "beside", "times_k_beside")
+    window.trust.folders.add(str(solver.parent))  # the user trusts the folder (tests/app/test_app_trust.py)
     assert window.open_file(solver)
     window.graph.sync()
     scene = window.graph.scene
@@ -366,6 +367,7 @@ def test_a_python_layer_beside_the_net_gets_shapes_from_its_reshape_and_trains(q
 
 def test_a_missing_or_failing_python_module_is_a_problem_badge_not_a_crash(qtbot, window, tmp_path):
     solver = python_net(tmp_path / "missing", "times_k_nowhere", source=None)
+    window.trust.folders.add(str(solver.parent))  # the user trusts the folder (tests/app/test_app_trust.py)
     assert window.open_file(solver)
     (message,) = problems_of(window, "times")
     assert "cannot import module 'times_k_nowhere'" in message
