@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
@@ -32,7 +33,7 @@ class TrustedFolders(QObject):
     def __init__(self, settings: QSettings | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.settings = settings
-        stored = settings.value(KEY, []) if settings is not None else []
+        stored: Any = settings.value(KEY, []) if settings is not None else []
         paths = [stored] if isinstance(stored, str) else [str(p) for p in stored or []]
         self._folders = list(dict.fromkeys(os.path.abspath(p) for p in paths if p))
         pyimport.require_trust(self._folders)

@@ -107,8 +107,7 @@ def _alias_caffe() -> None:
     """``import caffe`` in a user's layer gets the engine (the app's pycaffe) unless caffe is installed."""
     if "caffe" in sys.modules or importlib.util.find_spec("caffe") is not None:
         return
-    import engine
-
+    engine = sys.modules[__name__.rpartition(".")[0]]  # our package: loaded before any of its modules
     sys.modules["caffe"] = engine
     for sub in ("io", "proto", "net_spec", "coord_map", "pycaffe", "classifier", "detector"):
         module = sys.modules.get(f"engine.{sub}") or importlib.import_module(f"engine.{sub}")
