@@ -11,10 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 
-from app.main_window import MainWindow
+from app import workbench
+from app.autosave import MANIFEST
+from app.commands import SetLayerField
+from app.main_window import MainWindow, open_window
 from app.trust_dialog import TrustedFoldersDialog
 
 TIMEOUT_MS = 20000
@@ -207,3 +211,46 @@ def test_threadpoolctl_py_beside_a_plain_mlp_is_not_executed_on_train(qtbot, win
     qtbot.waitUntil(lambda: not run.active, timeout=TIMEOUT_MS)
     assert run.error is None, run.error
     assert not marker.exists() and sys.path == before
+
+
+def test_a_dropped_net_and_a_recovered_one_run_nothing_either(qtbot, window, tmp_path, monkeypatch):
+    solver, marker = downloaded(tmp_path / "dropped", "trust_times_dropped")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(solver.parent / "net.prototxt"))])
+    buttons, keys = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    drop = QDropEvent(QPointF(400, 300), Qt.DropAction.CopyAction, mime, buttons, keys)
+    window.dropEvent(drop)
+    assert window.doc.net_path == str(solver.parent / "net.prototxt")
+    prompt(qtbot, window)
+    assert "Python layer: not run" in problems(window, "times")[0] and not marker.exists()
+
+    # A crashed session's net with a Python layer comes back drawn, its code not run.
+    recovery_dir = tmp_path / "recovery"
+    crashed = MainWindow(recovery_dir=recovery_dir, autosave_ms=40)
+    qtbot.addWidget(crashed)
+    crashed.ask_unsaved_changes = lambda *args: "discard"
+    assert crashed.open_file(solver.parent / "net.prototxt")
+    crashed.push(SetLayerField(1, "inner_product_param.num_output", 5))
+    qtbot.waitUntil(lambda: (crashed.workbench.autosave.folder / MANIFEST).exists(), timeout=TIMEOUT_MS)
+    crashed.workbench.autosave.abandon()
+    monkeypatch.setattr(workbench, "ask_recover", lambda *args: True)
+    restarted = open_window(["main.py"], recovery_dir=recovery_dir)
+    qtbot.addWidget(restarted)
+    restarted.ask_unsaved_changes = lambda *args: "discard"
+    assert restarted.doc.layer(1).inner_product_param.num_output == 5
+    assert "Python layer: not run" in problems(restarted, "times")[0] and not marker.exists()
+
+
+def test_how_the_net_starts_runs_nothing_untrusted_and_runs_again_once_trusted(qtbot, window, tmp_path):
+    solver, marker = downloaded(tmp_path / "start", "trust_times_start")
+    assert window.open_file(solver)
+    prompt(qtbot, window)  # asked once, on open; the panel waits on the same answer
+    start = window.net_start_dock.widget()
+    window.net_start_dock.raise_()
+    qtbot.waitUntil(lambda: "Python layer: not run" in start.summary.text(), timeout=TIMEOUT_MS)
+    assert not marker.exists() and window.trust.box is not None  # still the one prompt
+    qtbot.mouseClick(window.trust.trust_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(
+        lambda: start.results is not None and all(r.error is None for r in start.results), timeout=TIMEOUT_MS
+    )
+    assert "not run" not in start.summary.text() and marker.exists()
