@@ -76,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
         say("Use CPU.")
         backend.set_mode_cpu()
     provide_bundled_mnist([param], say)
-    with naming_file(args.model), pymodules.for_nets([args.model], [param]):
-        net = Net(param)
+    with pymodules.for_nets([args.model], [param]):
+        with naming_file(args.model):
+            net = Net(param)
         try:
             copy_weights(net)
             score(net, args.iterations, say)

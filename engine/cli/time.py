@@ -87,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         say("Use CPU.")
         backend.set_mode_cpu()
-    with naming_file(args.model), pymodules.for_nets([args.model], [param]):
-        net = Net(param)
+    with pymodules.for_nets([args.model], [param]):
+        with naming_file(args.model):
+            net = Net(param)
         try:
             benchmark(net, args.iterations, say)
         finally:
