@@ -24,7 +24,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.files import EXAMPLES  # noqa: E402
@@ -60,8 +59,6 @@ class Shots:
         self.out = out
         self.tmp = Path(tempfile.mkdtemp(prefix="barista-shots-"))
         shutil.copytree(EXAMPLES, self.tmp / "examples")
-        settings_path = self.tmp / "settings.ini"
-        self.settings = QSettings(str(settings_path), QSettings.Format.IniFormat)
         # The bundled MNIST: the user's converted copy when there is one, else a copy made in the
         # temporary folder, so that making pictures writes nothing outside it.
         folder = mnist.default_folder()
@@ -94,7 +91,6 @@ class Shots:
 
     def close(self, window: MainWindow) -> None:
         window.training.shutdown()
-        window.doc.modified = False if hasattr(window.doc, "modified") else None  # type: ignore[attr-defined]
         window.close()
         window.deleteLater()
         settle(0.1)
