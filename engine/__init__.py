@@ -18,6 +18,7 @@ from typing import Any
 
 import proto  # `caffe.proto.caffe_pb2`, as pycaffe scripts spell it
 import proto.caffe_pb2
+from engine.pycaffe import SURFACE
 
 # `import engine.proto` / `from engine.proto import caffe_pb2` find the very same module objects.
 sys.modules.setdefault(f"{__name__}.proto", proto)
@@ -39,39 +40,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Classifier": ("engine.classifier", "Classifier"),
     "Detector": ("engine.detector", "Detector"),
     **{name: ("engine.net_spec", name) for name in ("NetSpec", "params", "to_proto")},
-    **{
-        name: ("engine.pycaffe", name)
-        for name in (
-            "TEST",
-            "TRAIN",
-            "Blob",
-            "Layer",
-            "Net",
-            "Timer",
-            "has_nccl",
-            "init_log",
-            "log",
-            "set_multiprocess",
-            "set_solver_count",
-            "set_solver_rank",
-            "solver_count",
-            "solver_rank",
-        )
-    },
-    **{
-        name: ("engine.pycaffe_solver", name)
-        for name in (
-            "NCCL",
-            "AdaDeltaSolver",
-            "AdaGradSolver",
-            "AdamSolver",
-            "NesterovSolver",
-            "RMSPropSolver",
-            "SGDSolver",
-            "Solver",
-            "get_solver",
-        )
-    },
+    **{name: ("engine.pycaffe", name) for name in SURFACE},
 }
 
 __all__ = ["proto", *_LAZY]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine import io as caffe_io
-from engine.pycaffe import TEST, Net
+from engine.pycaffe.net import TEST, Net
 
 __all__ = ["Classifier"]
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine import io as caffe_io
 from engine.classifier import configure_transformer, first_input
-from engine.pycaffe import TEST, Net
+from engine.pycaffe.net import TEST, Net
 
 __all__ = ["Detector"]
 

@@ -24,7 +24,7 @@ the layer; a module or class that cannot be found is an ImportError / AttributeE
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -33,11 +33,11 @@ from engine.blob import Blob
 from engine.errors import EngineError, LayerSetupError
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
+from engine.pycaffe import process
+from engine.pycaffe.blob import Blob as PyBlob
+from engine.pycaffe.host_copies import HostCopies
+from engine.pycaffe.layer import Layer as PyLayer
 from proto import caffe_pb2
-
-if TYPE_CHECKING:  # engine.pycaffe imports the net, which imports every layer
-    from engine.pycaffe import _Mirrors
-
 
 _combined: dict[type[BaseException], type[Exception]] = {}
 
@@ -84,23 +84,10 @@ class PythonLayer(Layer):
     def learnable_blobs(cls, param: Any) -> None:
         return None  # the user's setup adds them
 
-    def __init__(
-        self,
-        param: caffe_pb2.LayerParameter,
-        xp: ModuleType = np,
-        dtype: Any = np.float32,
-        impl: Any = None,
-    ) -> None:
-        """``impl``: an already made object to drive (a pycaffe Layer built by hand)."""
+    def __init__(self, param: caffe_pb2.LayerParameter, xp: ModuleType = np, dtype: Any = np.float32) -> None:
         super().__init__(param, xp, dtype)
-        from engine.pycaffe import _Mirrors
-
-        self.param_mirrors: _Mirrors = _Mirrors()  # host copies of self.blobs (GPU only)
-        if impl is not None:
-            impl._attach(self, self.param_mirrors)
-            self.impl = impl
-        else:
-            self.impl = self._instantiate()
+        self.param_copies = HostCopies()  # host copies of self.blobs (GPU only)
+        self.impl: PyLayer = self._instantiate()
 
     # --- making the user's object ------------------------------------------------------------
     def _where(self) -> str:
@@ -110,9 +97,7 @@ class PythonLayer(Layer):
     def _fail(self, exc: Exception, text: str) -> Exception:
         return user_error(exc, f"layer '{self.name}' (Python): {text}")
 
-    def _instantiate(self) -> Any:
-        from engine.pycaffe import Layer as PyLayer
-
+    def _instantiate(self) -> PyLayer:
         spec = self.param.python_param
         if not spec.module:
             raise self._fail(ImportError(), "python_param.module is empty: name the module to import")
@@ -131,7 +116,7 @@ class PythonLayer(Layer):
         if not (isinstance(cls, type) and issubclass(cls, PyLayer)):
             raise self._fail(TypeError(), f"'{self._where()}' is not a class derived from caffe.Layer")
         impl = cls.__new__(cls)
-        impl._attach(self, self.param_mirrors)
+        impl.bind(self, self.param_copies)
         impl.param_str = spec.param_str
         impl.phase = int(self.phase)
         self._run("__init__", cls.__init__, impl, self.param)
@@ -139,9 +124,7 @@ class PythonLayer(Layer):
 
     # --- the protocol, handed to the object ----------------------------------------------------
     def layer_setup(self, bottom: list[Blob], top: list[Blob]) -> None:
-        from engine import pycaffe
-
-        if self.phase == caffe_pb2.TRAIN and pycaffe.solver_count() > 1 and not pycaffe._multiprocess:
+        if self.phase == caffe_pb2.TRAIN and process.solver_count() > 1 and not process.multiprocess():
             raise self.error("PythonLayer does not support CLI Multi-GPU, use train.py")
         self.impl.param_str = self.param.python_param.param_str
         self.impl.phase = int(self.phase)
@@ -158,28 +141,25 @@ class PythonLayer(Layer):
 
     def to(self, xp: ModuleType) -> None:
         super().to(xp)
-        self.param_mirrors.clear()
+        self.param_copies.clear()
 
     # --- calling into user code ----------------------------------------------------------------
     def _call(
         self, method: str, first: list[Blob], second: list[Blob], flags: list[bool] | None = None
     ) -> None:
         """Hand ``method`` the blobs as pycaffe Blobs; host copies are synced around the call."""
-        from engine.pycaffe import Blob as PyBlob
-        from engine.pycaffe import _Mirrors
-
-        call_mirrors = _Mirrors()  # the bottoms' and tops' host copies live for this call only
-        one = [PyBlob(b, call_mirrors) for b in first]
-        two = [PyBlob(b, call_mirrors) for b in second]
-        self.param_mirrors.pull()
+        call_copies = HostCopies()  # the bottoms' and tops' host copies live for this call only
+        one = [PyBlob(b, call_copies) for b in first]
+        two = [PyBlob(b, call_copies) for b in second]
+        self.param_copies.pull()
         try:
             if flags is None:
                 self._run(method, getattr(self.impl, method), one, two)
             else:
                 self._run(method, getattr(self.impl, method), one, flags, two)
         finally:
-            call_mirrors.push()
-            self.param_mirrors.push()
+            call_copies.push()
+            self.param_copies.push()
 
     def _run(self, what: str, function: Any, *args: Any) -> None:
         try:

@@ -10,18 +10,39 @@ blob, then every parameter's second, for AdaDelta and Adam).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import Any, Protocol
 
 import numpy as np
 
 from engine import backend
+from engine.blob import Blob
 from engine.errors import EngineError
+from engine.net import Net
 from engine.weights import copy_trained_layers_from_file, write_net_hdf5
 from proto import binaryio, caffe_pb2, hdf5io
 from proto.inputs import check_regular
 
-if TYPE_CHECKING:
-    from engine.solvers.base import Solver
+
+class Solver(Protocol):
+    """What snapshots read and restore of a solver (engine/solvers/base.py's Solver)."""
+
+    param: caffe_pb2.SolverParameter
+    net: Net
+    history: list[Blob]
+    iter: int
+    current_step: int
+    xp: ModuleType
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def history_per_param(self) -> int: ...
+
+    def say(self, message: str) -> None: ...
+
+    def snapshot_filename(self, extension: str) -> str: ...
 
 
 def save(solver: Solver) -> tuple[str, str]:

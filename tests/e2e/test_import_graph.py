@@ -15,12 +15,6 @@ import networkx as nx
 
 REPO = Path(__file__).resolve().parents[2]
 LAYERS = ("proto", "engine", "graph_view", "app", "main")  # each may import only those before it
-# Module cycles the engine still has (its entry and weight loading are issue #15's engine part);
-# none may be added, and they are not allowed anywhere else.
-KNOWN_ENGINE_CYCLES = [
-    {"engine.solvers.base", "engine.solvers.snapshots"},
-    {"engine.layers.python_layer", "engine.pycaffe"},
-]
 
 
 def _modules() -> dict[str, Path]:
@@ -86,7 +80,7 @@ def test_no_cycles_among_our_packages_or_modules():
     packages.remove_edges_from(nx.selfloop_edges(packages))
     assert nx.is_directed_acyclic_graph(packages), list(nx.simple_cycles(packages))
     cycles = [set(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
-    assert [c for c in cycles if c not in KNOWN_ENGINE_CYCLES] == []
+    assert cycles == []
 
 
 def test_a_cycle_or_an_upward_import_would_be_found():

@@ -16,8 +16,8 @@ HEAVY = (
     "PIL",
     "h5py",
     "lmdb",
-    "engine.pycaffe",
-    "engine.pycaffe_solver",
+    "engine.pycaffe.net",
+    "engine.pycaffe.solver",
     "engine.io",
     "engine.net_spec",
     "engine.classifier",
@@ -56,7 +56,7 @@ def test_building_and_running_a_net_stays_lean():
 
 def test_the_check_sees_what_a_use_loads():
     """Not vacuous: touching the pycaffe surface or reading an image loads what it needs."""
-    assert _loaded_after("import engine\nengine.Net") == ["engine.pycaffe"]
+    assert _loaded_after("import engine\nengine.Net") == ["engine.pycaffe.net"]
     read = "import engine.data.images as i\ntry:\n    i.decode_image(b'junk')\nexcept Exception:\n    pass"
     loaded = _loaded_after(read)
     assert loaded == ["PIL"]
@@ -65,13 +65,13 @@ def test_the_check_sees_what_a_use_loads():
 def test_the_lazy_surface_is_pycaffe_s():
     import engine as caffe
     import engine.layers
-    import engine.pycaffe
-    import engine.pycaffe_solver
+    import engine.pycaffe.net
+    import engine.pycaffe.solver
     import proto.caffe_pb2
 
     caffe_pb2 = importlib.import_module("engine.proto.caffe_pb2")  # as `from engine.proto import caffe_pb2`
 
-    assert caffe.Net is engine.pycaffe.Net and caffe.SGDSolver is engine.pycaffe_solver.SGDSolver
+    assert caffe.Net is engine.pycaffe.net.Net and caffe.SGDSolver is engine.pycaffe.solver.SGDSolver
     assert caffe.layers is engine.layers and caffe.layer_type_list is engine.layers.layer_types
     assert caffe_pb2 is proto.caffe_pb2 and caffe.proto.caffe_pb2 is proto.caffe_pb2
     assert caffe.TEST == proto.caffe_pb2.TEST

@@ -14,9 +14,10 @@ import pytest
 from google.protobuf import text_format
 
 import engine as caffe
-from engine import pycaffe, solvers
+from engine import solvers
 from engine.errors import LayerSetupError
 from engine.net import Net as CoreNet
+from engine.pycaffe import host_copies as host_copies_module
 from engine.testing import GradientChecker, blobs, host, make_layer, random_blob
 from proto import caffe_pb2
 
@@ -176,7 +177,7 @@ def host_copies(monkeypatch):
         is_gpu_array=lambda array: isinstance(array, np.ndarray),
         to_host=lambda array: np.array(array, copy=True),
     )
-    monkeypatch.setattr(pycaffe, "backend", fake)
+    monkeypatch.setattr(host_copies_module, "backend", fake)
 
 
 # --- pycaffe: the chain of three x10 layers --------------------------------------------------------

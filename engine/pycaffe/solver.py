@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine import pymodules, solvers
-from engine.pycaffe import Net
-from engine.solvers.base import Solver as CoreSolver
+from engine.pycaffe.net import Net
+from engine.solvers.base import Solver as EngineSolver
 from proto import caffe_pb2
 
 
@@ -40,31 +41,29 @@ class Solver:
 
     solver_type: str | None = None  # set by the per-type classes below; None: the file's `type`
 
-    def __init__(self, solver_file: str | caffe_pb2.SolverParameter, _core: CoreSolver | None = None) -> None:
-        if _core is None:
-            param = (
-                solver_file
-                if isinstance(solver_file, caffe_pb2.SolverParameter)
-                else _read_solver(solver_file)
-            )
-            if self.solver_type is not None:
-                param.type = self.solver_type
-            file = None if isinstance(solver_file, caffe_pb2.SolverParameter) else str(solver_file)
-            with pymodules.for_solver(param, file):
-                _core = solvers.create_solver(param)
-        self._solver = _core
-        self._net = Net(None, _core=_core.net)
-        self._test_nets = [Net(None, _core=n) for n in _core.test_nets]
+    def __init__(self, solver_file: str | caffe_pb2.SolverParameter) -> None:
+        if isinstance(solver_file, caffe_pb2.SolverParameter):
+            param, file = solver_file, None
+        else:
+            param, file = _read_solver(solver_file), str(solver_file)
+        if self.solver_type is not None:
+            param.type = self.solver_type
+        with pymodules.for_solver(param, file):
+            self._solver = solvers.create_solver(param)
+        self._net = Net.around(self._solver.net)
+        self._test_nets = [Net.around(n) for n in self._solver.test_nets]
+
+    @contextlib.contextmanager
+    def _synced(self) -> Iterator[None]:
+        """The arrays handed out by every net of the solver, synced around a run of the engine."""
+        with contextlib.ExitStack() as stack:
+            for net in [self._net, *self._test_nets]:
+                stack.enter_context(net.synced())
+            yield
 
     def _run(self, action: Callable[[], Any]) -> Any:
-        nets = [self._net, *self._test_nets]
-        for net in nets:
-            net._mirrors.push()
-        try:
+        with self._synced():
             return action()
-        finally:
-            for net in nets:
-                net._mirrors.pull()
 
     @property
     def net(self) -> Net:
@@ -101,7 +100,7 @@ class Solver:
 
     def share_weights(self, net: Net) -> None:
         """Make ``net`` use this solver's train-net weights (pycaffe's share_weights)."""
-        net._net.share_trained_layers_with(self._solver.net)
+        net.core.share_trained_layers_with(self._solver.net)
 
     def add_callback(
         self, on_start: Callable[[], None] | NCCL, on_gradients_ready: Callable[[], None] | None = None
@@ -114,7 +113,7 @@ class Solver:
         self._solver.callbacks.append(_Callback(on_start, on_gradients_ready))
 
     @property
-    def core(self) -> CoreSolver:
+    def core(self) -> EngineSolver:
         """The engine solver underneath (not part of pycaffe)."""
         return self._solver
 
