@@ -249,10 +249,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.quit_action)
         edit_menu = self.menuBar().addMenu("&Edit")
         edit_menu.addActions([self.undo_action, self.redo_action])
-        view_menu = self.menuBar().addMenu("&View")
-        view_menu.addAction(self.editor_dock.toggleViewAction())
-        view_menu.addActions([self.filler_dock.toggleViewAction(), self.net_start_dock.toggleViewAction()])
-        view_menu.addAction(self.training.toggleViewAction())
+        self.menuBar().addMenu("&View")  # filled by the workbench (app.menus): zoom, views, panels
         self.menuBar().addMenu("&Train").addActions(self.training.training_actions())
 
         toolbar = self.addToolBar("Main")

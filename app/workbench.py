@@ -14,15 +14,18 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMenu, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMenu, QTabWidget, QWidget
 
 from app.about import AboutDialog
 from app.assumed_shape import AssumedShapeBox, train_assumptions
 from app.autosave import INTERVAL_MS, Autosave
 from app.examples import examples, open_example
 from app.find_bar import FindBar
+from app.help_pages import GETTING_STARTED, HelpPage, shortcuts_html
 from app.inspector import Inspector
+from app.menus import EditCommands, fill_view_menu
 from app.palette import Palette
+from app.panels import Panels
 from app.recent import RecentFiles, fill_menu
 from app.recovery import ask_recover, tell_recovery
 from app.session import Session
@@ -65,15 +68,18 @@ class Workbench(QObject):
         self.inspector.layout().insertWidget(2, self.assumed_shape)
         self.solver_panel = SolverPanel(w.doc, w.push, w)
         self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.LeftDockWidgetArea)
-        # The solver joins the prototxt's tabs (with the initialisation panels); the inspector has a
-        # column of its own at the right edge. (Tabifying a dock added beside another tab group leaves
-        # Qt 6 drawing a stale tab bar, so the inspector stays a single dock.)
+        # One column at the right: the prototxt, the inspector, the solver and the initialisation
+        # panels as tabs down its edge (vertical tabs: five titles fit whole in any column width),
+        # so the canvas keeps most of a 1280-px window.
         self.solver_dock = self._dock("Solver", "solverDock", self.solver_panel, Area.RightDockWidgetArea)
         w.tabifyDockWidget(w.editor_dock, self.solver_dock)
         self.inspector_dock = self._dock(
-            "Inspector", "inspectorDock", self.inspector, Area.RightDockWidgetArea, Qt.Orientation.Horizontal
+            "Inspector", "inspectorDock", self.inspector, Area.RightDockWidgetArea
         )
+        w.tabifyDockWidget(w.editor_dock, self.inspector_dock)
+        w.setTabPosition(Area.RightDockWidgetArea, QTabWidget.TabPosition.East)
         w.editor_dock.raise_()
+        self.settings = settings
 
         self.find_bar = FindBar(w.editor.edit, w.editor)
         w.editor.layout().insertWidget(0, self.find_bar)
@@ -96,6 +102,7 @@ class Workbench(QObject):
     # ---- called by the window -----------------------------------------------------------
     def closed(self) -> None:
         """A clean exit: remember the layout; the autosave has nothing left to protect."""
+        self.panels.save_training(self.window.training)
         if self.session is not None:
             self.session.save()
         if self.autosave is not None:
@@ -137,6 +144,17 @@ class Workbench(QObject):
 
     def about(self) -> None:
         AboutDialog(self.window).exec()
+
+    def getting_started(self) -> None:
+        self.help_page("Getting started", GETTING_STARTED)
+
+    def show_shortcuts(self) -> None:
+        self.help_page("Keyboard shortcuts", shortcuts_html(self.window.menuBar()))
+
+    def help_page(self, title: str, body: str) -> None:
+        """Shown without blocking (tests read ``self.page``)."""
+        self.page = HelpPage(title, body, self.window)
+        self.page.show()
 
     # ---- internals ----------------------------------------------------------------------
     def _dock(
@@ -203,25 +221,45 @@ class Workbench(QObject):
         )
         edit_menu = self._menu("Edit")
         edit_menu.addSeparator()
+        self.edit_commands = EditCommands(w, w.graph)
+        edit_menu.addActions(self.edit_commands.actions[:5])
+        edit_menu.addSeparator()
+        edit_menu.addAction(self.edit_commands.actions[5])
+        edit_menu.addSeparator()
         edit_menu.addActions(
             [self.find_action, self.replace_action, self.find_next_action, self.find_previous_action]
         )
 
         self.dark_action = self._action("&Dark Theme", self.set_dark, checkable=True)
         self.full_screen_action = self._action("&Full Screen", self._toggle_full_screen, [keys.FullScreen])
-        self.view_menu = view_menu = self._menu("View")
-        view_menu.insertActions(
-            view_menu.actions()[0] if view_menu.actions() else None,  # type: ignore[arg-type]
-            [d.toggleViewAction() for d in (self.palette_dock, self.inspector_dock, self.solver_dock)],
+        self.panels = Panels(
+            w,
+            [
+                self.palette_dock,
+                w.editor_dock,
+                self.inspector_dock,
+                self.solver_dock,
+                w.filler_dock,
+                w.net_start_dock,
+                w.training,
+            ],
+            self.settings,
         )
-        view_menu.addSeparator()
-        view_menu.addActions([self.dark_action, self.full_screen_action])
+        self.view_menu = view_menu = self._menu("View")
+        self.view_actions = fill_view_menu(
+            view_menu, w, w.graph, self.panels, [self.dark_action, self.full_screen_action]
+        )
         view_menu.aboutToShow.connect(self._sync_theme_action)
         self._sync_theme_action()
 
+        help_menu = self._menu("Help")
+        self.getting_started_action = self._action("&Getting Started", self.getting_started)
+        self.shortcuts_action = self._action("&Keyboard Shortcuts", self.show_shortcuts, ["Ctrl+/"])
         self.about_action = self._action("&About Barista", self.about)
         self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
-        self._menu("Help").addAction(self.about_action)
+        help_menu.addActions([self.getting_started_action, self.shortcuts_action])
+        help_menu.addSeparator()
+        help_menu.addAction(self.about_action)
 
     def _sync_theme_action(self) -> None:
         app = QApplication.instance()
@@ -237,6 +275,7 @@ class Workbench(QObject):
             self._shown = True
             if self.session is None or not self.session.restore():
                 self._size_docks()
+            self.panels.restore_training(self.window.training)
         return False
 
     def _default_size(self) -> None:
@@ -249,24 +288,14 @@ class Workbench(QObject):
             )
 
     def _size_docks(self) -> None:
-        """The panels at widths that leave the canvas the middle; training a third of the height.
-
-        Widths scale with the window (a 1280-px screen keeps a usable canvas), within bounds that
-        keep each panel readable; the prototxt's tab group never below what its widest panel needs.
-        """
+        """The panels at widths that leave the canvas most of the window (60% of a 1280-px one):
+        the palette narrow at the left, one tabbed column at the right, never below what its
+        widest panel needs; the training dock folded to its bar until Train."""
         w = self.window
         width = w.width()
         group = [w.editor_dock, *w.tabifiedDockWidgets(w.editor_dock)]
-        editor = max(
-            int(min(max(width * 0.28, 360), 560)), *(dock.minimumSizeHint().width() for dock in group)
+        column = max(
+            int(min(max(width * 0.26, 330), 560)), *(dock.minimumSizeHint().width() for dock in group)
         )
-        palette = int(min(max(width * 0.125, 160), 220))
-        inspector = int(min(max(width * 0.22, 290), 340))  # its forms need ~280 to show every button
-        w.resizeDocks(
-            [self.palette_dock, w.editor_dock, self.inspector_dock],
-            [palette, editor, inspector],
-            Qt.Orientation.Horizontal,
-        )
-        bottom = [d for d in w.findChildren(QDockWidget) if w.dockWidgetArea(d) == Area.BottomDockWidgetArea]
-        if bottom:  # the training dock: a third of the height, the canvas keeps the rest
-            w.resizeDocks(bottom[:1], [max(w.height() // 3, 260)], Qt.Orientation.Vertical)
+        palette = int(min(max(width * 0.12, 150), 220))
+        w.resizeDocks([self.palette_dock, w.editor_dock], [palette, column], Qt.Orientation.Horizontal)

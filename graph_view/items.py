@@ -16,6 +16,22 @@ from graph_view.ports import BOTTOM, TOP, PortItem
 from graph_view.validation import ERROR, Problem
 
 PAD = 8
+SIMPLE_ZOOM = 0.55  # below this zoom a box draws as a block with its name (semantic zoom)
+FAR_NAME_PX = 11.0  # the on-screen size of that name
+SPILL = 0.45  # how far into the gaps between boxes a far-out name may reach (of the gap)
+
+
+def far_name(name: str, width: float, px: float) -> str:
+    """What of ``name`` fits ``width`` at ``px``: all of it, else its last ``/`` part (a branch of a
+    module, ``inception_3a/3x3`` -> ``3x3``), elided in the middle; '' when not even that reads."""
+    f = QFont(font("name"))
+    f.setPixelSize(max(int(px), 1))
+    text = QFontMetricsF(f)
+    if text.horizontalAdvance(name) <= width:
+        return name
+    tail = name.rsplit("/", 1)[-1]
+    elided = text.elidedText(tail, Qt.TextElideMode.ElideMiddle, width)
+    return elided if len(elided.replace("…", "")) >= 2 else ""
 
 
 @cache
@@ -308,18 +324,48 @@ class NodeItem(QGraphicsItem):
 
     # ---- drawing ----------------------------------------------------------------------------
     def boundingRect(self) -> QRectF:
-        return self.rect.adjusted(-3, -10, 10, 3)
+        dx, dy = style.NODE_GAP * SPILL, style.RANK_GAP * SPILL
+        return self.rect.adjusted(-dx, -dy - 10, dx + 10, dy + 3)
+
+    def _paint_simple(self, painter: QPainter, r: QRectF, colour: QColor, lod: float) -> None:
+        """Semantic zoom: the block in its family colour and the layer's name at ~10 px on screen,
+        spilling into the gaps around the block when the block alone is too small to hold it."""
+        painter.setPen(QPen(QColor(style.SELECTED), 3 / lod) if self.isSelected() else Qt.PenStyle.NoPen)
+        painter.setBrush(colour)
+        painter.drawRoundedRect(r, 6, 6)
+        if self.problems:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(style.ERROR))
+            painter.drawEllipse(QPointF(r.right(), r.top()), 5 / lod, 5 / lod)
+        room = QRectF(r).adjusted(
+            -style.NODE_GAP * SPILL, -style.RANK_GAP * SPILL, style.NODE_GAP * SPILL, style.RANK_GAP * SPILL
+        )
+        px = min(FAR_NAME_PX / lod, room.height() * 0.9)
+        name = far_name(self.node.layer.name, room.width(), px)
+        if not name:
+            return
+        f = QFont(font("name"))
+        f.setPixelSize(max(int(px), 1))
+        painter.setFont(f)
+        text = QFontMetricsF(f)
+        box = QRectF(0, 0, text.horizontalAdvance(name) + px * 0.4, text.height())
+        box.moveCenter(r.center())
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(colour.red(), colour.green(), colour.blue(), 215))
+        if box.width() > r.width() or box.height() > r.height():  # the name needs more than the block
+            painter.drawRoundedRect(box, px * 0.2, px * 0.2)
+        painter.setPen(QColor("white"))
+        painter.drawText(box, Qt.AlignmentFlag.AlignCenter, name)
+
+    def shape(self) -> QPainterPath:
+        return self._card  # the bounding rect leaves room for far-out names: clicks hit the card only
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         r = self.rect
         colour = QColor(self.family.colour)
-        if _lod(painter) < 0.35:  # far away: a coloured block is all anyone can see
-            painter.setPen(QPen(QColor(style.SELECTED), 6) if self.isSelected() else Qt.PenStyle.NoPen)
-            painter.setBrush(colour)
-            painter.drawRect(r)
-            if self.problems:
-                painter.setBrush(QColor(style.ERROR))
-                painter.drawEllipse(QPointF(r.right(), r.top()), 12, 12)
+        lod = _lod(painter)
+        if lod < SIMPLE_ZOOM:  # far away: a coloured block and its name, in a font one can read
+            self._paint_simple(painter, r, colour, lod)
             return
         outline = (
             QPen(QColor(style.SELECTED), 2.5) if self.isSelected() else QPen(QColor(style.CARD_BORDER), 1)

@@ -1,7 +1,10 @@
 """The minimap: the whole net in a corner of the canvas, the visible part framed; click or drag to go.
 
-The net is drawn into an image once per rebuild, as plain coloured blocks and one-pixel wires, so
-panning costs one small blit, not a repaint of five hundred boxes.
+The net is drawn into an image once per change (a rebuild, a box moved), as plain coloured blocks
+and one-pixel wires, so panning costs one small blit, not a repaint of five hundred boxes. It is
+translucent (boxes under it still show), shown only when the net does not fit in the view, never
+for an empty canvas, and can be switched off (``set_wanted``). The view keeps its first picture
+clear of it (``reserved_width``).
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from PySide6.QtWidgets import QWidget
 from graph_view import canvas_colours, style
 from graph_view.view import GraphView
 
-MAX_W, MAX_H, MIN_W = 180, 260, 72
+MAX_W, MAX_H, MIN_W = 150, 240, 60
 MARGIN = 12
+OPACITY = 0.82
 
 
 class Minimap(QWidget):
@@ -24,15 +28,26 @@ class Minimap(QWidget):
         self._image: QImage | None = None
         self._source = self._bounds = QRectF()
         self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setToolTip("Minimap: click or drag to move the view")
+        self.setToolTip("Minimap: click or drag to move the view (View > Minimap hides it)")
+        self.wanted = True
         view.viewport_changed.connect(self._follow)
         view.graph_scene.rebuilt.connect(self.refresh)
+        view.graph_scene.positions_changed.connect(self.refresh)  # a box moved by hand
+        view.minimap_width = self.reserved_width
+
+    def set_wanted(self, wanted: bool) -> None:
+        self.wanted = wanted
+        self._follow()
+
+    def reserved_width(self) -> float:
+        """The strip at the view's right edge this minimap would cover (0 when switched off)."""
+        return self.width() + 2 * MARGIN if self.wanted and self._image is not None else 0.0
 
     def refresh(self) -> None:
         scene = self.view.graph_scene
-        self._bounds = scene.itemsBoundingRect()
+        self._bounds = scene.itemsBoundingRect() if scene.nodes else QRectF()
         self._source = self._bounds.adjusted(-20, -20, 20, 20)
-        if self._source.isEmpty():
+        if not scene.nodes or self._source.isEmpty():
             self._image = None
             self._follow()
             return
@@ -62,7 +77,7 @@ class Minimap(QWidget):
         viewport = self.view.viewport().geometry()
         self.move(viewport.right() - self.width() - MARGIN, viewport.bottom() - self.height() - MARGIN)
         visible = self.view.visible_scene_rect()
-        needed = self._image is not None and not visible.contains(self._bounds)
+        needed = self.wanted and self._image is not None and not visible.contains(self._bounds)
         self.setVisible(needed)
         self.update()
 
@@ -93,11 +108,13 @@ class Minimap(QWidget):
             return
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setOpacity(OPACITY)
         painter.fillRect(self.rect(), canvas_colours.background())
         painter.drawImage(self._image_rect().topLeft(), self._image)
         painter.setPen(QPen(QColor(style.CARD_BORDER), 1))
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1))
+        painter.setOpacity(1.0)
         frame = self._from_scene(self.view.visible_scene_rect()).intersected(
             QRectF(0, 0, self.width(), self.height())
         )

@@ -143,6 +143,21 @@ class GraphScene(QGraphicsScene):
     def _placed_by_hand(self, *keys: str) -> bool:
         return not self.splits and any(k in self.manual for k in keys)
 
+    def entry_point(self) -> QPointF | None:
+        """Where the data enters: the centre of the first box that reads no blob."""
+        sources = [item for item in self.nodes.values() if not item.node.bottoms]
+        return sources[0].pos() if sources else None
+
+    def boxes_within(self, rect: QRectF) -> QRectF:
+        """The bounds of the boxes whose centres lie in ``rect`` (empty when none)."""
+        found = QRectF()
+        for item in self.nodes.values():
+            if rect.contains(item.pos()):
+                found = (
+                    found.united(item.sceneBoundingRect()) if not found.isNull() else item.sceneBoundingRect()
+                )
+        return found
+
     def relayout(self) -> None:
         """Forget the user's positions: the automatic layout for every box."""
         self.manual.clear()

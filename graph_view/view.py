@@ -20,12 +20,14 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QGraphicsView, QLineEdit, QWidget
 
+from graph_view.items import SIMPLE_ZOOM
 from graph_view.scene import GraphScene
 
 MIME_LAYER_TYPE = "application/x-barista-layer-type"
 MIN_ZOOM, MAX_ZOOM, FIT_MAX = 0.03, 4.0, 1.1
-READABLE = 0.55  # below this zoom the boxes' text cannot be read
-DETAIL_ZOOM = 0.35  # below this, boxes draw as coloured blocks
+READABLE = 0.75  # the first view never goes below this: every box's text reads (12 px names: 9 px)
+FIRST_MAX = 1.0  # nor above it (a three-layer net is not blown up)
+DETAIL_ZOOM = SIMPLE_ZOOM  # below this, boxes draw as blocks with their names (semantic zoom)
 
 
 class GraphView(QGraphicsView):
@@ -51,6 +53,7 @@ class GraphView(QGraphicsView):
         self._rename: QLineEdit | None = None
         self._rename_done: Callable[[str], None] = lambda name: None
         self._keys: list[tuple[QKeySequence, Callable[[], object]]] = []
+        self.minimap_width: Callable[[], float] = lambda: 0.0  # the minimap replaces this
         scene.rename_requested.connect(self.begin_rename)
         scene.blob_rename_requested.connect(self.begin_blob_rename)
         self.horizontalScrollBar().valueChanged.connect(self.viewport_changed)
@@ -69,6 +72,13 @@ class GraphView(QGraphicsView):
         self.scale(factor, factor)
         self._zoomed()
 
+    def actual_size(self) -> None:
+        """Zoom 1:1 about the view's centre."""
+        centre = self.visible_scene_rect().center()
+        self.zoom_by(1.0 / self.zoom())
+        self.centerOn(centre)
+        self.viewport_changed.emit()
+
     def _zoomed(self) -> None:
         self.graph_scene.set_detail(self.zoom() >= DETAIL_ZOOM)
         self.viewport_changed.emit()
@@ -85,18 +95,31 @@ class GraphView(QGraphicsView):
         self._zoomed()
 
     def fit_readable(self) -> None:
-        """Fit, unless that makes the text unreadable: then fit the width (at a zoom one can read)
-        and show the net's input end, where reading starts; the minimap shows the rest."""
-        self.fit()
+        """The first view of a net: all of it when that reads; else its width at a zoom one can read
+        (never below READABLE), scrolled to where the data enters. The picture keeps clear of the
+        minimap's strip at the right edge; the minimap shows the rest."""
         rect = self.graph_scene.itemsBoundingRect().adjusted(-30, -30, 30, 30)
-        if self.zoom() >= READABLE or rect.isEmpty():
+        if rect.isEmpty():
             return
         viewport = self.viewport().rect()
-        zoom = max(READABLE, min(0.85, viewport.width() / rect.width()))
+        whole = min(viewport.width() / rect.width(), viewport.height() / rect.height(), FIT_MAX)
+        if whole >= READABLE:
+            self.fit()
+            return
+        room = max(viewport.width() - self.minimap_width(), viewport.width() * 0.5)
+        zoom = max(READABLE, min(FIRST_MAX, room / rect.width(), viewport.height() / rect.height()))
         self.zoom_by(zoom / self.zoom())
         half = viewport.height() / 2 / zoom
         y = rect.top() + half if self.graph_scene.downward else rect.bottom() - half
-        self.centerOn(QPointF(rect.center().x(), y))
+        if rect.width() * zoom <= room:
+            x = rect.center().x()
+        else:  # the boxes of the first screenful, centred when they fit; else the data layer
+            shown = QRectF(rect.left(), y - half, rect.width(), 2 * half)
+            first = self.graph_scene.boxes_within(shown)
+            entry = self.graph_scene.entry_point()
+            x = first.center().x() if first.width() * zoom <= room else (entry or rect.center()).x()
+        x += (viewport.width() - room) / 2 / zoom  # the centre of the room left of the minimap
+        self.centerOn(QPointF(x, y))
         self.viewport_changed.emit()
 
     def visible_scene_rect(self) -> QRectF:

@@ -102,11 +102,15 @@ class FillerPanel(QWidget):
         self.busy.setObjectName("busyLabel")
         self.busy.hide()
 
-        top = QHBoxLayout()
-        top.addWidget(self.layer_combo, 1)
-        top.addWidget(self.phase_combo)
-        top.addWidget(self.seed_spin)
-        top.addWidget(self.reseed)
+        # Two rows: the layer's name gets the column's whole width, the draw's settings the next
+        # line (in one row they forced a column wider than a 1280-px window can spare).
+        top = QVBoxLayout()
+        top.addWidget(self.layer_combo)
+        draw = QHBoxLayout()
+        draw.addWidget(self.phase_combo)
+        draw.addWidget(self.seed_spin, 1)
+        draw.addWidget(self.reseed)
+        top.addLayout(draw)
         self.title = QLabel(self)
         self.title.setObjectName("panelTitle")
         self.title.setWordWrap(True)

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QGridLayout,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QRadioButton,
@@ -79,18 +78,19 @@ class FillerRow(QFrame):
         self.hint = QLabel(self)
         self.hint.setObjectName("hintLabel")
         self.hint.setWordWrap(True)
-        self.fields = QHBoxLayout()
-        self.fields.setSpacing(6)
+        self.fields = QGridLayout()  # two fields a line: gaussian's mean, std and sparse fit a narrow dock
+        self.fields.setHorizontalSpacing(6)
+        self.fields.setVerticalSpacing(4)
 
         grid = QGridLayout(self)
         grid.setContentsMargins(8, 6, 8, 6)
         grid.setHorizontalSpacing(10)
         grid.setVerticalSpacing(4)
         grid.addWidget(self.radio, 0, 0)
-        grid.addWidget(self.shape, 0, 1)
-        grid.addWidget(self.type_combo, 0, 2, Qt.AlignmentFlag.AlignRight)
-        grid.addLayout(self.fields, 1, 1, 1, 2)
-        grid.addWidget(self.hint, 2, 1, 1, 2)
+        grid.addWidget(self.type_combo, 0, 1, 1, 2, Qt.AlignmentFlag.AlignRight)
+        grid.addWidget(self.shape, 1, 1, 1, 2)  # its own line: a long shape never squeezes the filler
+        grid.addLayout(self.fields, 2, 1, 1, 2)
+        grid.addWidget(self.hint, 3, 1, 1, 2)
         grid.setColumnStretch(1, 1)
         if slot.path is None:
             self.type_combo.hide()
@@ -130,19 +130,19 @@ class FillerRow(QFrame):
                 widget.hide()  # now: it is deleted only once the event loop gets to it
                 widget.deleteLater()
         self.editors = {}
-        for name in FIELDS.get(kind, ()):
+        for i, name in enumerate(FIELDS.get(kind, ())):
             label = QLabel(LABELS.get(name, name), self)
             label.setObjectName("fieldLabel")
             editor = _editor(name, self)
-            self.fields.addWidget(label)
-            self.fields.addWidget(editor)
+            self.fields.addWidget(label, i // 2, (i % 2) * 2)
+            self.fields.addWidget(editor, i // 2, (i % 2) * 2 + 1)
             self.editors[name] = editor
             label.show()  # a layout shows new children only later, through the event loop
             editor.show()
             editor.committed.connect(partial(self._field_changed, name))  # type: ignore[attr-defined]
         if not self.editors:
-            self.fields.addWidget(QLabel("no settings", self))
-        self.fields.addStretch(1)
+            self.fields.addWidget(QLabel("no settings", self), 0, 0)
+        self.fields.setColumnStretch(4, 1)
 
     # ---- user -> model ----------------------------------------------------------------------
     def _toggled(self, on: bool) -> None:

@@ -10,7 +10,8 @@ import html
 import os
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, QTimer
+from google.protobuf import text_format
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMainWindow,
     QProgressBar,
     QStyle,
     QTabWidget,
@@ -31,6 +33,7 @@ from app import trust
 from app.training.console import Console
 from app.training.controller import TrainingController
 from app.training.export import write_csv
+from app.training.job import DEFAULT_SOLVER
 from app.training.plots import TrainingPlots
 from app.training.run import Run
 from app.training.runs_view import RunsView
@@ -58,6 +61,11 @@ def _duration(seconds: float) -> str:
 
 
 class TrainingDock(QDockWidget):
+    """Folded to its bar while nothing trains (the canvas keeps the room); Train unfolds it, unless
+    the user folded it during a run: ``user_expanded`` remembers that choice (None: never chosen)."""
+
+    expanded_changed = Signal(bool)
+
     def __init__(
         self, doc, parent: QWidget | None = None, before_train: Callable[[], object] | None = None
     ) -> None:
@@ -76,6 +84,9 @@ class TrainingDock(QDockWidget):
         layout.addWidget(self._make_error_banner())
         layout.addWidget(self._make_tabs(), 1)
         self.setWidget(body)
+        self.expanded = True
+        self.user_expanded: bool | None = None
+        self.set_expanded(False)
 
         c = self.controller
         c.run_added.connect(self._on_run_added)
@@ -125,7 +136,38 @@ class TrainingDock(QDockWidget):
         bar.addSpacing(8)
         bar.addWidget(self.progress, 1)
         bar.addWidget(self.rate)
+        self.fold = QToolButton(autoRaise=True, objectName="trainingFold")
+        self.fold.setCheckable(True)
+        self.fold.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.fold.clicked.connect(lambda on: self.set_expanded(on, by_user=True))
+        bar.addWidget(self.fold)
         return bar
+
+    # ---- folding ------------------------------------------------------------------------
+    def set_expanded(self, expanded: bool, by_user: bool = False) -> None:
+        """Show the tabs (curves, console, runs, weights) or only the bar; the user's choice is kept."""
+        if by_user:
+            self.user_expanded = expanded
+        self.fold.setChecked(expanded)
+        self.fold.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.UpArrow)
+        self.fold.setText("Hide curves" if expanded else "Curves")
+        self.fold.setToolTip(
+            "Fold the training panel to this bar"
+            if expanded
+            else "Show the curves, console, runs and weights"
+        )
+        if expanded == self.expanded:
+            return
+        self.expanded = expanded
+        self.tabs.setVisible(expanded)
+        window = self.parentWidget()
+        if expanded:
+            self.setMaximumHeight(16777215)
+            if isinstance(window, QMainWindow):
+                window.resizeDocks([self], [max(window.height() // 3, 260)], Qt.Orientation.Vertical)
+        else:
+            self.setMaximumHeight(self.minimumSizeHint().height())
+        self.expanded_changed.emit(expanded)
 
     def _make_error_banner(self) -> QFrame:
         self.error = QFrame(objectName="trainingError")
@@ -197,6 +239,8 @@ class TrainingDock(QDockWidget):
         self.error.hide()
         self.show()
         self.raise_()
+        if self.user_expanded is not False:
+            self.set_expanded(True)
         device = "gpu" if self.device.currentIndex() == 1 and not self.gpu_reason else "cpu"
         try:
             return self.controller.start(device)
@@ -205,6 +249,7 @@ class TrainingDock(QDockWidget):
                 f"<b>Cannot start training</b>: {html.escape(f'{type(exc).__name__}: {exc}')}"
             )
             self.error.show()
+            self.set_expanded(True)  # a failure is always shown whole
             return None
 
     def toggle_pause(self) -> None:
@@ -258,6 +303,7 @@ class TrainingDock(QDockWidget):
             f"<b>{run.name} stopped with an error</b> (the document is unchanged):<br>{html.escape(message)}"
         )
         self.error.show()
+        self.set_expanded(True)
         self.console.append_lines([f"Error: {message}"], "#c62828")
         if traceback:
             self.console.append_lines(traceback.rstrip().splitlines(), "#8a8a8a")
@@ -335,12 +381,16 @@ class TrainingDock(QDockWidget):
         return QFileDialog.getSaveFileName(self, title, default, file_filter)[0]
 
     def _idle_progress(self) -> None:
-        """Before a run the bar reads 0 / max_iter of the solver that Train would run."""
-        self.progress.setRange(0, max(1, self.doc.solver.max_iter))
+        """Before a run the bar reads 0 / max_iter of the solver that Train would run (with no
+        solver open: the default one Train uses, not a meaningless "0 / 1")."""
+        solver = self.doc.solver
+        if self.doc.solver_path is None and solver.ByteSize() == 0:
+            solver = text_format.Parse(DEFAULT_SOLVER, caffe_pb2.SolverParameter())
+        self.progress.setRange(0, max(1, solver.max_iter))
         self.progress.setValue(0)
 
     def _on_doc_change(self, change) -> None:
-        if change.kind in ("solver_loaded", "solver_changed"):
+        if change.kind in ("solver_loaded", "solver_changed", "net_loaded"):
             self.snapshot_action.setToolTip(_snapshot_tip(self.doc.solver))
             if not self.controller.busy:
                 self._idle_progress()

@@ -1,0 +1,90 @@
+"""The window gives the canvas the room: at 1280x800 the canvas holds most of the window, the
+training dock stays folded to its bar until Train (and remembers the user's fold), one key hides
+every panel and brings the same ones back."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from app.files import EXAMPLES
+from app.main_window import MainWindow
+
+
+@pytest.fixture
+def window(qtbot):
+    w = make(qtbot)
+    yield w
+    w.training.shutdown()
+
+
+def make(qtbot, settings: QSettings | None = None) -> MainWindow:
+    w = MainWindow(settings=settings)
+    qtbot.addWidget(w)
+    w.ask_unsaved_changes = lambda *args: "discard"
+    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes) and not w.graph._fit_pending)
+    return w
+
+
+def test_canvas_holds_most_of_a_1280x800_window(qtbot, window):
+    canvas = window.graph
+    assert canvas.width() >= 0.58 * window.width(), canvas.width()  # ~60% of the width
+    area = canvas.width() * canvas.height() / (window.width() * window.height())
+    assert area >= 0.45, area  # and about half the window: the training dock is folded to its bar
+    dock = window.training
+    assert not dock.expanded and not dock.tabs.isVisible()
+    assert dock.height() <= 90 and dock.buttons["train"].isVisible()  # its bar: Train is one click
+
+
+def test_training_unfolds_on_train_and_keeps_the_users_fold(qtbot, tmp_path):
+    settings = QSettings(str(tmp_path / "barista.ini"), QSettings.Format.IniFormat)
+    first = make(qtbot, settings)
+    dock = first.training
+    started = []
+    dock.controller.start = lambda device: started.append(device)  # the dock's part only: no run
+    dock.train_action.trigger()
+    assert started == ["cpu"] and dock.expanded and dock.tabs.isVisible()
+    qtbot.waitUntil(lambda: dock.height() >= 200)  # a third of the window for the curves
+    qtbot.mouseClick(dock.fold, Qt.MouseButton.LeftButton)  # the user folds it
+    assert not dock.expanded and not dock.tabs.isVisible()
+    dock.train_action.trigger()
+    assert not dock.expanded  # Train keeps the fold the user chose
+    first.close()
+
+    second = make(qtbot, QSettings(str(tmp_path / "barista.ini"), QSettings.Format.IniFormat))
+    assert second.training.user_expanded is False and not second.training.expanded
+    qtbot.mouseClick(second.training.fold, Qt.MouseButton.LeftButton)
+    assert second.training.expanded and second.training.tabs.isVisible()
+    second.close()
+    third = make(qtbot, QSettings(str(tmp_path / "barista.ini"), QSettings.Format.IniFormat))
+    assert third.training.expanded  # unfolded by the user: it opens unfolded
+    third.close()
+
+
+def test_one_key_hides_every_panel_and_brings_the_same_ones_back(qtbot, window):
+    bench = window.workbench
+    bench.palette_dock.hide()  # hidden by the user before: stays hidden afterwards
+    shown = [d for d in bench.panels.docks if d.isVisible()]
+    assert window.training in shown and window.editor_dock in shown
+    window.graph.view.setFocus()
+    qtbot.keyClick(window.graph.view, Qt.Key.Key_F12)
+    assert not any(d.isVisible() for d in bench.panels.docks)
+    qtbot.waitUntil(lambda: window.graph.width() >= window.width() - 10)  # the canvas has the width
+    qtbot.keyClick(window.graph.view, Qt.Key.Key_F12)
+    assert [d for d in bench.panels.docks if d.isVisible()] == shown
+    assert not bench.palette_dock.isVisible()
+
+
+def test_each_panel_has_its_own_key_shown_in_the_view_menu(qtbot, window):
+    bench = window.workbench
+    keys = [toggle.shortcut().toString() for toggle in bench.panels.toggles]
+    assert keys == [f"Alt+{n}" for n in range(1, 8)]
+    assert bench.inspector_dock.toggleViewAction() in bench.panels.toggles
+    qtbot.keyClick(window.graph.view, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
+    assert not bench.palette_dock.isVisible()
+    qtbot.keyClick(window.graph.view, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
+    assert bench.palette_dock.isVisible()
