@@ -68,15 +68,14 @@ class Workbench(QObject):
         self.inspector.layout().insertWidget(2, self.assumed_shape)
         self.solver_panel = SolverPanel(w.doc, w.push, w)
         self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.LeftDockWidgetArea)
-        # One column at the right: the prototxt, the inspector, the solver and the initialisation
-        # panels as tabs down its edge (vertical tabs: five titles fit whole in any column width),
-        # so the canvas keeps most of a 1280-px window.
+        # One column at the right, so the canvas keeps most of a 1280-px window: the prototxt, the
+        # solver and the initialisation panels as tabs down its edge (vertical tabs: every title
+        # fits whole), the inspector below them: box, text and fields of one selection in view.
         self.solver_dock = self._dock("Solver", "solverDock", self.solver_panel, Area.RightDockWidgetArea)
         w.tabifyDockWidget(w.editor_dock, self.solver_dock)
         self.inspector_dock = self._dock(
             "Inspector", "inspectorDock", self.inspector, Area.RightDockWidgetArea
         )
-        w.tabifyDockWidget(w.editor_dock, self.inspector_dock)
         w.setTabPosition(Area.RightDockWidgetArea, QTabWidget.TabPosition.East)
         w.editor_dock.raise_()
         self.settings = settings
@@ -299,3 +298,8 @@ class Workbench(QObject):
         )
         palette = int(min(max(width * 0.12, 150), 220))
         w.resizeDocks([self.palette_dock, w.editor_dock], [palette, column], Qt.Orientation.Horizontal)
+        w.resizeDocks(
+            [w.editor_dock, self.inspector_dock],
+            [w.height() * 55 // 100, w.height() * 45 // 100],
+            Qt.Orientation.Vertical,
+        )

@@ -231,6 +231,51 @@ def _bands_height(node: Node, expanded: bool) -> float:
     return style.CHIPS_H
 
 
+class FarNameItem(QGraphicsItem):
+    """A box's name far out (semantic zoom): ~11 px on screen whatever the zoom, over the block and,
+    when the block alone is too small to hold it, into the gaps around it. Shown only far out."""
+
+    def __init__(self, parent: NodeItem) -> None:
+        super().__init__(parent)
+        self.node_item = parent
+        self.setVisible(False)
+        self.setZValue(2)
+        self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # clicks go to the box
+
+    def room(self) -> QRectF:
+        dx, dy = style.NODE_GAP * SPILL, style.RANK_GAP * SPILL
+        return self.node_item.rect.adjusted(-dx, -dy, dx, dy)
+
+    def boundingRect(self) -> QRectF:
+        return self.room()
+
+    def shape(self) -> QPainterPath:
+        return QPainterPath()  # never hit: the box beneath takes clicks and rubber bands
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        lod = _lod(painter)
+        if lod >= SIMPLE_ZOOM:
+            return
+        r, room = self.node_item.rect, self.room()
+        px = min(FAR_NAME_PX / lod, room.height() * 0.9)
+        name = far_name(self.node_item.node.layer.name, room.width(), px)
+        if not name:
+            return
+        f = QFont(font("name"))
+        f.setPixelSize(max(int(px), 1))
+        painter.setFont(f)
+        text = QFontMetricsF(f)
+        box = QRectF(0, 0, min(text.horizontalAdvance(name) + px * 0.4, room.width()), text.height())
+        box.moveCenter(r.center())
+        colour = QColor(self.node_item.family.colour)
+        if box.width() > r.width() or box.height() > r.height():  # the name needs more than the block
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(colour.red(), colour.green(), colour.blue(), 215))
+            painter.drawRoundedRect(box, px * 0.2, px * 0.2)
+        painter.setPen(QColor("white"))
+        painter.drawText(box, Qt.AlignmentFlag.AlignCenter, name)
+
+
 class NodeItem(QGraphicsItem):
     def __init__(
         self,
@@ -255,6 +300,7 @@ class NodeItem(QGraphicsItem):
         self._card, self._header = self._paths()
         self._ports(downward, dangling)
         self._bands(expanded, problems)
+        self.far_name = FarNameItem(self)
         self.setToolTip(self._tooltip())
 
     @property
@@ -324,12 +370,10 @@ class NodeItem(QGraphicsItem):
 
     # ---- drawing ----------------------------------------------------------------------------
     def boundingRect(self) -> QRectF:
-        dx, dy = style.NODE_GAP * SPILL, style.RANK_GAP * SPILL
-        return self.rect.adjusted(-dx, -dy - 10, dx + 10, dy + 3)
+        return self.rect.adjusted(-3, -10, 10, 3)
 
     def _paint_simple(self, painter: QPainter, r: QRectF, colour: QColor, lod: float) -> None:
-        """Semantic zoom: the block in its family colour and the layer's name at ~10 px on screen,
-        spilling into the gaps around the block when the block alone is too small to hold it."""
+        """Semantic zoom: the block in its family colour (its name is a FarNameItem, drawn over it)."""
         painter.setPen(QPen(QColor(style.SELECTED), 3 / lod) if self.isSelected() else Qt.PenStyle.NoPen)
         painter.setBrush(colour)
         painter.drawRoundedRect(r, 6, 6)
@@ -337,28 +381,6 @@ class NodeItem(QGraphicsItem):
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(QColor(style.ERROR))
             painter.drawEllipse(QPointF(r.right(), r.top()), 5 / lod, 5 / lod)
-        room = QRectF(r).adjusted(
-            -style.NODE_GAP * SPILL, -style.RANK_GAP * SPILL, style.NODE_GAP * SPILL, style.RANK_GAP * SPILL
-        )
-        px = min(FAR_NAME_PX / lod, room.height() * 0.9)
-        name = far_name(self.node.layer.name, room.width(), px)
-        if not name:
-            return
-        f = QFont(font("name"))
-        f.setPixelSize(max(int(px), 1))
-        painter.setFont(f)
-        text = QFontMetricsF(f)
-        box = QRectF(0, 0, text.horizontalAdvance(name) + px * 0.4, text.height())
-        box.moveCenter(r.center())
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(QColor(colour.red(), colour.green(), colour.blue(), 215))
-        if box.width() > r.width() or box.height() > r.height():  # the name needs more than the block
-            painter.drawRoundedRect(box, px * 0.2, px * 0.2)
-        painter.setPen(QColor("white"))
-        painter.drawText(box, Qt.AlignmentFlag.AlignCenter, name)
-
-    def shape(self) -> QPainterPath:
-        return self._card  # the bounding rect leaves room for far-out names: clicks hit the card only
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         r = self.rect

@@ -290,7 +290,7 @@ class GraphScene(QGraphicsScene):
     def _apply_detail(self) -> None:
         for node in self.nodes.values():
             for child in node.childItems():
-                child.setVisible(self.detailed)
+                child.setVisible(self.detailed != (child is node.far_name))  # far out: the name only
 
 
 _GRID: dict[tuple[int, int], QBrush] = {}

@@ -60,14 +60,19 @@ def set_dims(qtbot, window: MainWindow, shape: int, dims: list[int]) -> None:
     def dim_list():
         return inspector.editor(f"input_param.shape.{shape}.dim")
 
+    def click(button) -> None:  # laid out and scrolled into the inspector's view, as a user sees it
+        qtbot.waitUntil(lambda: button.height() > 0)
+        inspector.scroll.ensureWidgetVisible(button)
+        QTest.mouseClick(button, LEFT)
+
     for _ in range(len(dims) - len(dim_list().value())):
-        QTest.mouseClick(dim_list().add_button, LEFT)
+        click(dim_list().add_button)
     for k, d in enumerate(dims):
         retype(qtbot, inspector.editor(f"input_param.shape.{shape}.dim.{k}"), str(d))
     for _ in range(len(dim_list().value()) - len(dims)):
         row = dim_list().items[-1].parentWidget()
         remove = next(b for b in row.findChildren(QToolButton) if b.objectName() == "formRemoveButton")
-        QTest.mouseClick(remove, LEFT)
+        click(remove)
     assert list(window.doc.layer(0).input_param.shape[shape].dim) == dims
 
 

@@ -4,6 +4,7 @@ minimap follows every change and never shows for an empty canvas."""
 
 from __future__ import annotations
 
+import pytest
 from graph_view_support import EXAMPLES, write
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage, QPainter
@@ -34,8 +35,9 @@ def on_screen(editor, item) -> bool:
     return editor.view.visible_scene_rect().contains(item.sceneBoundingRect().adjusted(4, 10, -10, -4))
 
 
-def test_a_tall_net_opens_readable_at_its_data_end_clear_of_the_minimap(qtbot):
-    editor = editor_on(qtbot, EXAMPLES / "inception.prototxt")
+@pytest.mark.parametrize("name", ["resnet.prototxt", "caffenet.prototxt", "mnist/lenet_train_test.prototxt"])
+def test_a_tall_net_opens_readable_at_its_data_end_clear_of_the_minimap(qtbot, name):
+    editor = editor_on(qtbot, EXAMPLES / name)
     view, scene = editor.view, editor.scene
     assert view.zoom() >= READABLE  # box text is legible
     entry = next(item for item in scene.nodes.values() if not item.node.bottoms)
