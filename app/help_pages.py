@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMenuBar, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMenu, QMenuBar, QTextBrowser, QVBoxLayout, QWidget
 
 CANVAS_KEYS = (
     ("F", "Fit the whole net in view"),
@@ -43,8 +43,9 @@ def menu_shortcuts(bar: QMenuBar) -> list[tuple[str, str, str]]:
 
     def walk(title: str, actions: list[QAction]) -> None:
         for action in actions:
-            if action.menu() is not None:
-                walk(f"{title} > {action.text().replace('&', '')}", action.menu().actions())
+            sub = action.menu()
+            if isinstance(sub, QMenu):
+                walk(f"{title} > {action.text().replace('&', '')}", sub.actions())
             elif not action.isSeparator() and action.shortcuts():
                 keys = ", ".join(
                     s.toString(QKeySequence.SequenceFormat.NativeText) for s in action.shortcuts()
@@ -52,8 +53,9 @@ def menu_shortcuts(bar: QMenuBar) -> list[tuple[str, str, str]]:
                 rows.append((title, action.text().replace("&", "").split("\t")[0], keys))
 
     for top in bar.actions():
-        if top.menu() is not None:
-            walk(top.text().replace("&", ""), top.menu().actions())
+        menu = top.menu()
+        if isinstance(menu, QMenu):
+            walk(top.text().replace("&", ""), menu.actions())
     return rows
 
 

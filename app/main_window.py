@@ -26,6 +26,7 @@ from app import commands, export_actions, recovery
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.document import Change, Document
+from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER, open_path
 from app.fillers.docks import add_initialisation_docks
 from app.prototxt_editor import PrototxtEditor
@@ -285,7 +286,8 @@ class MainWindow(QMainWindow):
         return os.path.basename(self.doc.net_path) if self.doc.net_path else "untitled.prototxt"
 
     def _folder(self) -> str:
-        return os.path.dirname(self.doc.net_path) if self.doc.net_path else os.getcwd()
+        """Where Open and Save As start: beside the net (or its solver), else the user's documents."""
+        return default_folder(self.doc)
 
 
 def open_window(

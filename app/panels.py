@@ -8,6 +8,8 @@ the settings, when there are any).
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import QObject, QSettings
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow
@@ -19,7 +21,7 @@ CANVAS_ONLY_KEY = "F12"
 class Panels(QObject):
     def __init__(self, window: QMainWindow, docks: list[QDockWidget], settings: QSettings | None) -> None:
         super().__init__(window)
-        self.window, self.docks, self.settings = window, docks, settings
+        self.window, self.docks, self.settings = window, docks, settings  # the training dock last
         self.toggles: list[QAction] = []
         for number, dock in enumerate(docks, start=1):
             toggle = dock.toggleViewAction()
@@ -51,13 +53,15 @@ class Panels(QObject):
             self._hidden = []
 
     # ---- the training dock's fold, remembered -------------------------------------------------
-    def restore_training(self, dock) -> None:
+    def restore_training(self) -> None:
+        dock: Any = self.docks[-1]  # the training dock comes last
         value = self.settings.value(TRAINING_EXPANDED) if self.settings is not None else None
         if value is not None:
             chosen = str(value).lower() in ("true", "1")
             dock.user_expanded = chosen
             dock.set_expanded(chosen)
 
-    def save_training(self, dock) -> None:
+    def save_training(self) -> None:
+        dock: Any = self.docks[-1]
         if self.settings is not None and dock.user_expanded is not None:
             self.settings.setValue(TRAINING_EXPANDED, bool(dock.user_expanded))

@@ -20,6 +20,7 @@ from app.about import AboutDialog
 from app.assumed_shape import AssumedShapeBox, train_assumptions
 from app.autosave import INTERVAL_MS, Autosave
 from app.examples import examples, open_example
+from app.export_picture import ask_picture_path, export_picture
 from app.find_bar import FindBar
 from app.help_pages import GETTING_STARTED, HelpPage, shortcuts_html
 from app.inspector import Inspector
@@ -101,7 +102,7 @@ class Workbench(QObject):
     # ---- called by the window -----------------------------------------------------------
     def closed(self) -> None:
         """A clean exit: remember the layout; the autosave has nothing left to protect."""
-        self.panels.save_training(self.window.training)
+        self.panels.save_training()
         if self.session is not None:
             self.session.save()
         if self.autosave is not None:
@@ -209,6 +210,15 @@ class Workbench(QObject):
         file_menu.insertMenu(w.open_action, self.examples_menu)
         file_menu.insertMenu(w.save_action, self.recent_menu)
         file_menu.insertSeparator(w.save_action)
+        self.export_picture_action = self._action(
+            "Export &Picture…", lambda: export_picture(w), ["Ctrl+Shift+E"]
+        )
+        self.export_selection_action = self._action(
+            "Export Selection as Pi&cture…", lambda: export_picture(w, selection_only=True)
+        )
+        file_menu.insertActions(w.quit_action, [self.export_picture_action, self.export_selection_action])
+        file_menu.insertSeparator(w.quit_action)
+        w.ask_picture_path = lambda default: ask_picture_path(w, default)
 
         self.find_action = self._action("&Find…", lambda: self.find(False), [keys.Find])
         self.replace_action = self._action(
@@ -274,7 +284,7 @@ class Workbench(QObject):
             self._shown = True
             if self.session is None or not self.session.restore():
                 self._size_docks()
-            self.panels.restore_training(self.window.training)
+            self.panels.restore_training()
         return False
 
     def _default_size(self) -> None:

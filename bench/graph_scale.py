@@ -140,6 +140,30 @@ def measure(batch: int = 32, repeat: int = 3) -> dict[str, float]:
     editor.view.zoom_by(1.0 / editor.view.zoom())
     editor.view.centerOn(scene.nodes["res4b10"])
     times["pan frame, 1:1"] = _pan(editor, app)
+    times.update(_draw(net, repeat))
+    return times
+
+
+def _draw(net: caffe_pb2.NetParameter, repeat: int) -> dict[str, float]:
+    """``main.py draw`` without the process start: the scene built and written as PNG, for this net
+    and for a five-layer one (the difference is what the net's size costs; target well under 1 s)."""
+    import tempfile
+
+    from graph_view import render
+
+    small = caffe_pb2.NetParameter(name="five")
+    small.layer.add(name="data", type="Input", top=["x"]).input_param.shape.add().dim.extend([1, 3, 8, 8])
+    for i in range(1, 5):
+        small.layer.add(name=f"relu{i}", type="ReLU", bottom=["x"], top=[f"x{i}"])
+        small.layer[-1].bottom[0] = "x" if i == 1 else f"x{i - 1}"
+    times: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, which in (("draw PNG, 5 layers", small), ("draw PNG, ResNet-152", net)):
+            path = os.path.join(folder, "net.png")
+            times[name], _ = _best(lambda n=which, p=path: render.save(render.make_scene(n), p), repeat)
+    times["draw PNG, ResNet-152 beyond 5 layers"] = (
+        times["draw PNG, ResNet-152"] - times["draw PNG, 5 layers"]
+    )
     return times
 
 

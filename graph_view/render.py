@@ -18,8 +18,11 @@ from graph_view.scene import GraphScene
 from proto import caffe_pb2
 
 MARGIN = 24
-MAX_SIDE = 32000  # pixels (QImage allows 32767): a ResNet-152 fits at full size; larger nets scale down
-MAX_PIXELS = 150_000_000
+# A picture a viewer can show: 2 px a scene unit for a normal net, never past 12,000 px on its long
+# side or 24 megapixels (a ResNet-152 is then 0.75 px a unit: its names 9 px, readable when zoomed).
+MAX_SIDE = 12_000
+MAX_PIXELS = 24_000_000
+PNG_QUALITY = 80  # Qt's PNG "quality" is zlib's effort: 80 is level 1, a little bigger, many times faster
 
 
 def make_scene(
@@ -46,28 +49,51 @@ def make_scene(
     return scene
 
 
-def _source(scene: GraphScene) -> QRectF:
-    return scene.itemsBoundingRect().adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN)
+def copy_of(live: GraphScene) -> GraphScene:
+    """A picture-only copy of the canvas's scene: same net, phase, splits, direction, unfolded bands
+    and hand-placed boxes; no selection, no cached bitmaps (an SVG wants text)."""
+    scene = GraphScene()
+    scene.editing, scene.cache_items = False, False
+    scene.phase, scene.splits, scene.downward = live.phase, live.splits, live.downward
+    scene.manual, scene.expanded = dict(live.manual), set(live.expanded)
+    scene.module_dirs = list(live.module_dirs)
+    scene.show_net(live.net)
+    return scene
 
 
-def save_png(scene: GraphScene, path: str, scale: float = 2.0) -> QSize:
-    source = _source(scene)
+def _source(scene: GraphScene, keys: list[str] | None = None) -> QRectF:
+    """The whole net, or the boxes ``keys`` (and their labels), with a margin."""
+    rect = QRectF()
+    if keys:
+        for key in keys:
+            if key in scene.nodes:
+                box = scene.nodes[key].sceneBoundingRect() | scene.nodes[key].mapRectToScene(
+                    scene.nodes[key].childrenBoundingRect()
+                )
+                rect = box if rect.isNull() else rect | box
+    if rect.isNull():
+        rect = scene.itemsBoundingRect()
+    return rect.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN)
+
+
+def save_png(scene: GraphScene, path: str, scale: float = 2.0, keys: list[str] | None = None) -> QSize:
+    source = _source(scene, keys)
     scale = min(scale, MAX_SIDE / max(source.width(), source.height(), 1))
     scale = min(scale, (MAX_PIXELS / max(source.width() * source.height(), 1)) ** 0.5)
     size = QSize(max(int(source.width() * scale), 1), max(int(source.height() * scale), 1))
-    image = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
+    image = QImage(size, QImage.Format.Format_RGB32)  # opaque: no alpha channel to encode
     image.fill(QColor(style.BACKGROUND))
     painter = QPainter(image)
     painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
     scene.render(painter, QRectF(0, 0, size.width(), size.height()), source)
     painter.end()
-    if not image.save(path, "PNG"):
+    if not image.save(path, "PNG", PNG_QUALITY):
         raise OSError(f"cannot write {path}")
     return size
 
 
-def save_svg(scene: GraphScene, path: str, title: str = "") -> QSize:
-    source = _source(scene)
+def save_svg(scene: GraphScene, path: str, title: str = "", keys: list[str] | None = None) -> QSize:
+    source = _source(scene, keys)
     size = QSize(int(source.width()), int(source.height()))
     generator = QSvgGenerator()
     generator.setFileName(path)
@@ -87,11 +113,11 @@ def save_svg(scene: GraphScene, path: str, title: str = "") -> QSize:
     return size
 
 
-def save(scene: GraphScene, path: str, title: str = "") -> QSize:
-    """Write ``path`` as PNG or SVG, by its extension."""
+def save(scene: GraphScene, path: str, title: str = "", keys: list[str] | None = None) -> QSize:
+    """Write ``path`` as PNG or SVG, by its extension: the whole net, or only the boxes ``keys``."""
     ext = os.path.splitext(path)[1].lower()
     if ext == ".svg":
-        return save_svg(scene, path, title)
+        return save_svg(scene, path, title, keys)
     if ext == ".png":
-        return save_png(scene, path)
+        return save_png(scene, path, keys=keys)
     raise ValueError(f"cannot draw to '{path}': the output must end in .png or .svg")

@@ -49,3 +49,17 @@ def test_draw_refuses_bad_input(tmp_path, capsys):
     assert "must end in .png or .svg" in capsys.readouterr().err
     assert main.main(["draw", str(tmp_path / "missing.prototxt"), str(tmp_path / "x.png")]) == 2
     assert "error:" in capsys.readouterr().err and not (tmp_path / "x.png").exists()
+
+
+def test_a_very_tall_net_draws_at_a_size_a_viewer_shows(tmp_path, capsys):
+    """ResNet-152 (671 layers): the long side capped, about one pixel a scene unit, compressed."""
+    from bench.graph_scale import resnet152
+    from proto.textio import net_to_text
+
+    net = write(tmp_path, net_to_text(resnet152(1)), "resnet152.prototxt")
+    out = tmp_path / "resnet152.png"
+    assert main.main(["draw", str(net), str(out)]) == 0
+    width, height = _png_size(out)
+    assert 10_000 <= height <= 12_000 and width < height / 10
+    assert out.stat().st_size < 4_000_000  # compressed (unfiltered it would be ~15 MB)
+    assert "671 layers" in capsys.readouterr().out

@@ -1,0 +1,70 @@
+"""File > Export Picture: the whole net or the selected boxes, PNG or SVG, drawn as ``main.py draw``
+draws it; dialogs start beside the net, or in the user's documents, never in the program's folder."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+
+from app.files import EXAMPLES
+from app.main_window import MainWindow
+
+
+@pytest.fixture
+def window(qtbot):
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.ask_unsaved_changes = lambda *args: "discard"
+    w.show_error = lambda *args: pytest.fail(f"error dialog: {args}")
+    assert w.open_file(EXAMPLES / "inception.prototxt")
+    w.graph.sync()
+    yield w
+    w.training.shutdown()
+
+
+def png_size(path) -> tuple[int, int]:
+    with open(path, "rb") as f:
+        data = f.read(24)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_export_the_whole_net_and_the_selection(qtbot, window, tmp_path):
+    asked = []
+    window.ask_picture_path = lambda default: asked.append(default) or str(tmp_path / "net.png")
+    bench = window.workbench
+    bench.export_picture_action.trigger()
+    assert os.path.dirname(asked[0]) == str(EXAMPLES) and asked[0].endswith(".png")
+    whole = png_size(tmp_path / "net.png")
+
+    names = [layer.name for layer in window.doc.net.layer]
+    window.selection.select([names.index("conv1/7x7_s2"), names.index("pool1/3x3_s2")])
+    window.ask_picture_path = lambda default: str(tmp_path / "part.svg")
+    bench.export_selection_action.trigger()
+    svg = (tmp_path / "part.svg").read_text()
+    assert "conv1/7x7_s2" in svg and "pool1/3x3_s2" in svg and "inception_3a" not in svg
+    window.ask_picture_path = lambda default: str(tmp_path / "part.png")
+    bench.export_selection_action.trigger()
+    part = png_size(tmp_path / "part.png")
+    assert part[1] < whole[1] / 4  # two boxes, not the net
+    assert len(window.selection.layers) == 2  # exporting leaves the selection as it was
+
+
+def test_export_selection_with_nothing_selected_says_so(qtbot, window, tmp_path):
+    window.ask_picture_path = lambda default: pytest.fail("no dialog without a selection")
+    window.workbench.export_selection_action.trigger()
+    assert "Select the boxes" in window.statusBar().currentMessage()
+
+
+def test_first_save_as_of_a_new_net_starts_in_the_documents_not_the_program(
+    qtbot, window, monkeypatch, tmp_path
+):
+    home = tmp_path / "home"
+    (home / "Documents").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(EXAMPLES)  # the program's folder, as when started from there
+    window.workbench.new_document()
+    folder = window._folder()
+    assert folder != os.getcwd() and folder.startswith(str(home))
