@@ -143,10 +143,10 @@ class GraphScene(QGraphicsScene):
     def _placed_by_hand(self, *keys: str) -> bool:
         return not self.splits and any(k in self.manual for k in keys)
 
-    def entry_point(self) -> QPointF | None:
-        """Where the data enters: the centre of the first box that reads no blob."""
+    def entry_rect(self) -> QRectF | None:
+        """The box of the first layer that reads no blob (where the data enters), in the scene."""
         sources = [item for item in self.nodes.values() if not item.node.bottoms]
-        return sources[0].pos() if sources else None
+        return sources[0].sceneBoundingRect() if sources else None
 
     def boxes_within(self, rect: QRectF) -> QRectF:
         """The bounds of the boxes whose centres lie in ``rect`` (empty when none)."""

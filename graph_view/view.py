@@ -113,11 +113,14 @@ class GraphView(QGraphicsView):
         y = rect.top() + half if self.graph_scene.downward else rect.bottom() - half
         if rect.width() * zoom <= room:
             x = rect.center().x()
-        else:  # the boxes of the first screenful, centred when they fit; else the data layer
+        else:  # the boxes of the first screenful centred, as far as the data layer stays in view
             shown = QRectF(rect.left(), y - half, rect.width(), 2 * half)
             first = self.graph_scene.boxes_within(shown)
-            entry = self.graph_scene.entry_point()
-            x = first.center().x() if first.width() * zoom <= room else (entry or rect.center()).x()
+            entry = self.graph_scene.entry_rect()
+            x = first.center().x() if not first.isNull() else rect.center().x()
+            if entry is not None:
+                reach = room / 2 / zoom - 12  # half the room, less a margin
+                x = min(max(x, entry.right() - reach), entry.left() + reach)
         x += (viewport.width() - room) / 2 / zoom  # the centre of the room left of the minimap
         self.centerOn(QPointF(x, y))
         self.viewport_changed.emit()

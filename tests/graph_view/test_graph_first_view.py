@@ -66,8 +66,9 @@ def test_an_empty_canvas_shows_no_minimap(qtbot, tmp_path):
     assert not editor.minimap.isVisible()
 
 
-def test_the_minimap_follows_a_box_moved_by_hand(qtbot):
-    editor = editor_on(qtbot, EXAMPLES / "inception.prototxt")
+def test_the_minimap_follows_a_box_moved_by_hand(qtbot, tmp_path):
+    # A copy: a box moved by hand is written to the layout file beside the net.
+    editor = editor_on(qtbot, write(tmp_path, (EXAMPLES / "inception.prototxt").read_text()))
     before = QImage(editor.minimap._image)
     shown = editor.view.visible_scene_rect()
     item = next(item for item in editor.scene.nodes.values() if shown.contains(item.pos()))
@@ -122,3 +123,43 @@ def test_far_name_keeps_a_module_branch_when_the_whole_name_is_too_long():
     assert far_name("conv1", 400, 11) == "conv1"
     assert far_name("inception_3a/3x3_reduce", 70, 11).startswith("3x")
     assert far_name("a_very_long_layer_name_that_cannot_fit", 8, 40) == ""
+
+
+def wide_net() -> str:
+    """GoogLeNet train_val's shape: data with a label that runs up beside a wide, tall net."""
+    text = [
+        'name: "wide"',
+        'layer { name: "data" type: "Input" top: "data" top: "label"',
+        "  input_param { shape { dim: 2 dim: 3 dim: 32 dim: 32 } shape { dim: 2 } } }",
+    ]
+    below = "data"
+    for stage in range(6):
+        branches = []
+        for b in range(6):
+            name = f"s{stage}b{b}"
+            text.append(
+                f'layer {{ name: "{name}" type: "Convolution" bottom: "{below}" top: "{name}"'
+                " convolution_param { num_output: 4 kernel_size: 1 } }"
+            )
+            branches.append(name)
+        tops = " ".join(f'bottom: "{b}"' for b in branches)
+        text.append(f'layer {{ name: "cat{stage}" type: "Concat" {tops} top: "cat{stage}" }}')
+        below = f"cat{stage}"
+    text.append(
+        f'layer {{ name: "loss" type: "SoftmaxWithLoss" bottom: "{below}" bottom: "label" top: "loss" }}'
+    )
+    return "\n".join(text)
+
+
+def test_a_wide_net_opens_with_its_data_box_and_what_it_feeds_in_view(qtbot, tmp_path):
+    editor = editor_on(qtbot, write(tmp_path, wide_net()), size=(620, 620))
+    view, scene = editor.view, editor.scene
+    assert view.zoom() >= READABLE
+    data = scene.nodes["data"]
+    assert on_screen(editor, data)
+    row = scene.nodes["s0b0"].sceneBoundingRect().united(scene.nodes["s0b5"].sceneBoundingRect())
+    assert not row.center().x() - 40 < data.sceneBoundingRect().center().x() < row.center().x() + 40
+    # The picture leans from the data box (put aside by its label's long wire) towards the net.
+    room = view.viewport().width() - view.minimap_width()
+    middle = view.mapToScene(room // 2, view.viewport().height() // 2).x()
+    assert abs(middle - row.center().x()) < abs(data.sceneBoundingRect().center().x() - row.center().x()) - 40
