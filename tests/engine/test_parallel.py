@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import text_format
 
 from engine import parallel
-from engine.layers import conv
+from engine.layers import conv_cpu
 from engine.layers.im2col import (
     col2im,
     col2im_spans,
@@ -103,7 +103,7 @@ def test_training_with_threads_gives_single_thread_numbers(monkeypatch):
     monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
     for threshold in ("MIN_SPLIT_GEMM", "MIN_SPLIT_TASKS", "MIN_SLICE"):  # split even this small net
         monkeypatch.setattr(parallel, threshold, 1)
-    monkeypatch.setattr(conv, "CHUNK_BYTES", 1)  # conv1 (16 x 16 outputs, per image): an image a chunk
+    monkeypatch.setattr(conv_cpu, "BLOCK_BYTES", 1)  # a block per output row: many blocks, every thread busy
     with threadpoolctl.threadpool_limits(1):
         one = solver(parallel.Pool(1))
     three = solver(parallel.Pool(3))

@@ -1,0 +1,206 @@
+"""CPU training speed on real nets: this engine, PyTorch and real Caffe, side by side in one run.
+
+    python -m bench.cpu_nets [--nets cifar10_quick caffenet resnet18 lenet] [--threads 2]
+                             [--rounds 3] [--steps N] [--caffe ENV_SH | --no-caffe]
+
+Each net (bench.nets; CIFAR-10 quick at batch 100, CaffeNet 10, the ResNet-18-style net 8, LeNet
+64) trains one SGD step at a time (momentum 0.9, weight decay 5e-4) on one random batch: the engine
+through its Solver, PyTorch through plain nn modules (bench.torch_nets) with torch.optim.SGD, real
+Caffe through pycaffe's SGDSolver in a child process of Caffe's own Python (bench/caffe_steps.py).
+After a warm-up they alternate, ``steps`` steps each per round, so all see the same machine load;
+prints each one's median ms/step and the ratios engine/peer (< 1: the engine is faster), with the
+machine's load average. Real Caffe is found through the env.sh that ../shared/tools/build_caffe.sh
+writes ($CAFFE_ROOT/env.sh, else ~/caffe-ref/env.sh); without one its column is skipped, said so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.lenet_train import LENET
+
+
+def _threads_before_numpy() -> None:
+    """BLAS pools are sized when numpy loads (and the engine's pool from them): 2 unless told."""
+    argv = sys.argv
+    wanted = argv[argv.index("--threads") + 1] if "--threads" in argv[:-1] else "2"
+    if wanted != "0":
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = wanted
+
+
+_threads_before_numpy()
+
+import numpy as np  # noqa: E402
+from google.protobuf import text_format  # noqa: E402
+
+from bench import nets, torch_nets  # noqa: E402
+from proto import caffe_pb2  # noqa: E402
+
+SOLVER = 'base_lr: 0.001 momentum: 0.9 weight_decay: 0.0005 lr_policy: "fixed" max_iter: 100000000'
+STEPS = {"cifar10_quick": 5, "caffenet": 2, "resnet18": 1, "lenet": 20}
+Steps = Callable[[int], None]
+
+
+def prototxt(name: str) -> str:
+    return LENET.format(batch=64) if name == "lenet" else nets.NETS[name]()
+
+
+def random_batch(shape: tuple[int, ...], count: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.standard_normal(shape, dtype=np.float32), rng.integers(0, 10, count).astype(np.float32)
+
+
+def engine_steps(text: str) -> tuple[Steps, tuple[int, ...]]:
+    from engine.solvers import create_solver
+
+    param = text_format.Parse(SOLVER, caffe_pb2.SolverParameter())
+    param.net_param.CopyFrom(text_format.Parse(text, caffe_pb2.NetParameter()))
+    solver = create_solver(param, log_fn=lambda line: None)
+    data, label = solver.net.blob_by_name("data"), solver.net.blob_by_name("label")
+    data.data[...], label.data[...] = random_batch(data.shape, label.shape[0])
+    return solver.step, data.shape
+
+
+def torch_steps(name: str, shape: tuple[int, ...]) -> Steps:
+    import torch
+
+    model = torch_nets.MODELS[name]()
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9, weight_decay=0.0005)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x, y = random_batch(shape, shape[0])
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y).long()
+
+    def steps(n: int) -> None:
+        for _ in range(n):
+            optimizer.zero_grad(set_to_none=False)
+            loss_fn(model(xt), yt).backward()
+            optimizer.step()
+
+    return steps
+
+
+def caffe_env(given: str | None) -> Path | None:
+    candidates = (
+        [given] if given else [os.path.join(os.environ.get("CAFFE_ROOT", ""), "env.sh"), "~/caffe-ref/env.sh"]
+    )
+    for candidate in candidates:
+        path = Path(candidate).expanduser()
+        if candidate and path.is_file():
+            return path
+    return None
+
+
+class CaffeSteps:
+    """pycaffe in a child process, fed step counts on stdin (bench/caffe_steps.py)."""
+
+    def __init__(self, env: Path, text: str, threads: int, folder: Path) -> None:
+        net = folder / "net.prototxt"
+        net.write_text(text)
+        script = Path(__file__).with_name("caffe_steps.py")
+        env_vars = dict(os.environ, GLOG_minloglevel="2")
+        if threads:
+            env_vars.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+        self.child = subprocess.Popen(
+            ["bash", "-c", 'source "$1" && exec "$CAFFE_PY" "$2" "$3"', "-", str(env), str(script), str(net)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env_vars,
+        )
+        assert self.child.stdout is not None
+        if self.child.stdout.readline().strip() != "ready":
+            raise RuntimeError("real Caffe did not start (see its messages above)")
+
+    def __call__(self, n: int) -> None:
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.child.stdin.write(f"{n}\n")
+        self.child.stdin.flush()
+        self.child.stdout.readline()
+
+    def close(self) -> None:
+        if self.child.stdin is not None:
+            self.child.stdin.close()
+        self.child.wait()
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def bench_net(name: str, args: argparse.Namespace, env: Path | None, folder: Path) -> None:
+    text = prototxt(name)
+    engine, shape = engine_steps(text)
+    runners: dict[str, Steps] = {"engine": engine}
+    if not args.no_torch:
+        runners["torch"] = torch_steps(name, shape)
+    caffe = CaffeSteps(env, text, args.threads, folder) if env else None
+    if caffe:
+        runners["caffe"] = caffe
+    steps = args.steps or STEPS[name]
+    for run in runners.values():  # warm-up: scratch arrays, BLAS buffers, first-touch pages
+        run(1)
+    times: dict[str, list[float]] = {who: [] for who in runners}
+    before = load()
+    for _ in range(args.rounds):
+        for who, run in runners.items():
+            start = time.perf_counter()
+            run(steps)
+            times[who].append((time.perf_counter() - start) * 1e3 / steps)
+    if caffe:
+        caffe.close()
+    median = {who: statistics.median(ms) for who, ms in times.items()}
+    print(
+        f"{name}, batch {shape[0]}, {args.rounds} rounds x {steps} steps, alternating "
+        f"({before}; after: {load()})"
+    )
+    for who, ms in median.items():
+        spread = ", ".join(f"{t:.1f}" for t in times[who])
+        print(f"  {who:7s} {ms:9.1f} ms/step   (rounds: {spread})")
+    for peer in ("torch", "caffe"):
+        if peer in median:
+            print(f"  ratio engine/{peer} {median['engine'] / median[peer]:.2f}")
+    if not caffe:
+        print("  caffe: no build found (../shared/tools/build_caffe.sh; --caffe ENV_SH): column skipped")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nets", nargs="+", default=["cifar10_quick", "caffenet", "resnet18", "lenet"])
+    parser.add_argument("--threads", type=int, default=2, help="threads for all three (0: their defaults)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=0, help="steps per round (0: a default per net)")
+    parser.add_argument(
+        "--caffe", help="real Caffe's env.sh (default: $CAFFE_ROOT/env.sh, ~/caffe-ref/env.sh)"
+    )
+    parser.add_argument("--no-caffe", action="store_true")
+    parser.add_argument("--no-torch", action="store_true")
+    args = parser.parse_args(argv)
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads)
+        if not args.no_torch:
+            import torch
+
+            torch.set_num_threads(args.threads)
+    env = None if args.no_caffe else caffe_env(args.caffe)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.nets:
+            bench_net(name, args, env, Path(folder))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

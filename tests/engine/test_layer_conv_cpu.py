@@ -1,0 +1,94 @@
+"""The CPU's channels-last convolution (engine.layers.conv_cpu) gives the reference path's numbers:
+forward, weight, bias and data gradients, Convolution and Deconvolution, over geometries with
+groups, depthwise, dilation, strides, padding, far padding, and blocks of rows or of images."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import parallel
+from engine.layers import conv_cpu
+from engine.testing import blobs, make_layer, random_blob
+
+GEOMETRIES = [
+    # (kind, fields, bottom shape)
+    ("Convolution", {"num_output": 6, "kernel_size": 5, "pad": 2}, (3, 3, 9, 8)),
+    ("Convolution", {"num_output": 8, "kernel_size": 3, "stride": 2, "pad": 1}, (2, 5, 9, 9)),
+    ("Convolution", {"num_output": 8, "kernel_size": 3, "group": 2, "dilation": 2, "pad": 2}, (2, 8, 7, 9)),
+    ("Convolution", {"num_output": 12, "kernel_size": 3, "group": 12, "pad": 1}, (2, 12, 6, 5)),  # depthwise
+    ("Convolution", {"num_output": 4, "kernel_size": 1, "stride": 2}, (3, 6, 7, 6)),
+    (
+        "Convolution",
+        {"num_output": 4, "kernel_h": 2, "kernel_w": 4, "stride_h": 3, "stride_w": 1},
+        (2, 4, 8, 7),
+    ),
+    ("Convolution", {"num_output": 3, "kernel_size": 3, "stride": 2}, (2, 4, 4, 4)),  # far padding
+    ("Convolution", {"num_output": 5, "kernel_size": 2, "pad": 3}, (2, 4, 3, 3)),  # pad past the extent
+    ("Convolution", {"num_output": 6, "kernel_size": 11, "stride": 4}, (2, 3, 27, 27)),
+    ("Deconvolution", {"num_output": 4, "kernel_size": 3, "pad": 1}, (2, 6, 5, 4)),
+    ("Deconvolution", {"num_output": 6, "kernel_size": 4, "stride": 2, "pad": 1, "group": 2}, (2, 8, 4, 5)),
+]
+
+
+def conv_text(kind: str, fields: dict) -> str:
+    body = " ".join(f"{k}: {v}" for k, v in fields.items())
+    fillers = 'weight_filler { type: "gaussian" std: 0.5 } bias_filler { type: "uniform" min: -1 max: 1 }'
+    return f'name: "c" type: "{kind}" convolution_param {{ {body} {fillers} }}'
+
+
+def passes(kind: str, fields: dict, shape: tuple, fast: bool, dtype=np.float64) -> list[np.ndarray]:
+    """Forward, then backward with a random top diff: [top, weight diff, bias diff, bottom diff]."""
+    layer = make_layer(conv_text(kind, fields), dtype=dtype)
+    bottom, top = [random_blob(shape, seed=1, dtype=dtype)], blobs(1, dtype=dtype)
+    layer.setup(bottom, top)
+    rng = np.random.default_rng(0)
+    for blob in layer.blobs:  # the same weights for both paths
+        blob.data[...] = rng.standard_normal(blob.shape)
+    assert layer.cpu is not None
+    if not fast:
+        layer.cpu = None  # the reference path
+    layer.forward(bottom, top)
+    top[0].diff[...] = np.random.default_rng(2).standard_normal(top[0].shape)
+    for blob in layer.blobs:
+        blob.diff[...] = 0.25  # gradients add to what is there
+    layer.backward(top, [True], bottom)
+    return [top[0].data.copy(), layer.blobs[0].diff.copy(), layer.blobs[1].diff.copy(), bottom[0].diff.copy()]
+
+
+@pytest.fixture(params=["one block", "a block per row", "threads"])
+def blocking(request, monkeypatch):
+    monkeypatch.setattr(conv_cpu, "MIN_GROUP_CHANNELS", 1)  # depthwise too
+    if request.param == "a block per row":
+        monkeypatch.setattr(conv_cpu, "BLOCK_BYTES", 1)
+    if request.param == "threads":
+        monkeypatch.setattr(conv_cpu, "BLOCK_BYTES", 1)
+        monkeypatch.setattr(parallel, "_pool", parallel.Pool(3))
+        monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    return request.param
+
+
+@pytest.mark.parametrize("kind, fields, shape", GEOMETRIES)
+def test_cpu_path_equals_reference(blocking, kind, fields, shape):
+    fast = passes(kind, fields, shape, fast=True)
+    reference = passes(kind, fields, shape, fast=False)
+    for what, a, b in zip(("top", "weight diff", "bias diff", "bottom diff"), fast, reference):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=what)
+
+
+def test_cpu_path_takes_real_nets_2d_convolutions():
+    """It runs where the speed is needed (2-D, numpy, some channels per group), and not elsewhere."""
+    assert conv_cpu.applies(np, 2, 3, 1) and conv_cpu.applies(np, 2, 256, 2)
+    assert not conv_cpu.applies(np, 2, 32, 32)  # depthwise: the reference path
+    assert not conv_cpu.applies(np, 3, 8, 1) and not conv_cpu.applies(np, 1, 8, 1)
+    layer = make_layer(conv_text("Convolution", {"num_output": 4, "kernel_size": 3}))
+    layer.setup([random_blob((2, 4, 6, 6))], blobs(1))
+    assert isinstance(layer.cpu, conv_cpu.CpuConv)
+
+
+def test_cpu_path_in_float32_stays_within_rounding():
+    fields = {"num_output": 16, "kernel_size": 5, "pad": 2}
+    fast = passes("Convolution", fields, (4, 8, 12, 12), True, np.float32)
+    reference = passes("Convolution", fields, (4, 8, 12, 12), False, np.float32)
+    for a, b in zip(fast, reference):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4 * np.abs(b).max())
