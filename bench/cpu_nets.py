@@ -8,9 +8,11 @@ Each net (bench.nets; CIFAR-10 quick at batch 100, CaffeNet 10, the ResNet-18-st
 through its Solver, PyTorch through plain nn modules (bench.torch_nets) with torch.optim.SGD, real
 Caffe through pycaffe's SGDSolver in a child process of Caffe's own Python (bench/caffe_steps.py).
 After a warm-up they alternate, ``steps`` steps each per round, so all see the same machine load;
-prints each one's median ms/step and the ratios engine/peer (< 1: the engine is faster), with the
-machine's load average. Real Caffe is found through the env.sh that ../shared/tools/build_caffe.sh
-writes ($CAFFE_ROOT/env.sh, else ~/caffe-ref/env.sh); without one its column is skipped, said so.
+prints each one's median ms/step (wall; and the CPU time of all its threads, which on a busy
+machine tells more: threads waiting for a core spin or sleep) and the ratios engine/peer of the
+wall times (< 1: the engine is faster), with the machine's load average. Real Caffe is found
+through the env.sh that ../shared/tools/build_caffe.sh writes ($CAFFE_ROOT/env.sh, else
+~/caffe-ref/env.sh); without one its column is skipped, said so.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from proto import caffe_pb2  # noqa: E402
 
 SOLVER = 'base_lr: 0.001 momentum: 0.9 weight_decay: 0.0005 lr_policy: "fixed" max_iter: 100000000'
 STEPS = {"cifar10_quick": 5, "caffenet": 2, "resnet18": 1, "lenet": 20}
-Steps = Callable[[int], None]
+Steps = Callable[[int], "tuple[float, float] | None"]
 
 
 def prototxt(name: str) -> str:
@@ -120,11 +122,13 @@ class CaffeSteps:
         if self.child.stdout.readline().strip() != "ready":
             raise RuntimeError("real Caffe did not start (see its messages above)")
 
-    def __call__(self, n: int) -> None:
+    def __call__(self, n: int) -> tuple[float, float]:
+        """Runs n steps: (wall, CPU) ms per step, as the child measured them."""
         assert self.child.stdin is not None and self.child.stdout is not None
         self.child.stdin.write(f"{n}\n")
         self.child.stdin.flush()
-        self.child.stdout.readline()
+        wall, cpu = self.child.stdout.readline().split()
+        return float(wall), float(cpu)
 
     def close(self) -> None:
         if self.child.stdin is not None:
@@ -149,12 +153,19 @@ def bench_net(name: str, args: argparse.Namespace, env: Path | None, folder: Pat
     for run in runners.values():  # warm-up: scratch arrays, BLAS buffers, first-touch pages
         run(1)
     times: dict[str, list[float]] = {who: [] for who in runners}
+    cpu: dict[str, list[float]] = {who: [] for who in runners}
     before = load()
     for _ in range(args.rounds):
         for who, run in runners.items():
-            start = time.perf_counter()
-            run(steps)
-            times[who].append((time.perf_counter() - start) * 1e3 / steps)
+            start, used = time.perf_counter(), time.process_time()
+            measured = run(steps)
+            if measured is None:  # in this process
+                measured = (
+                    (time.perf_counter() - start) * 1e3 / steps,
+                    (time.process_time() - used) * 1e3 / steps,
+                )
+            times[who].append(measured[0])
+            cpu[who].append(measured[1])
     if caffe:
         caffe.close()
     median = {who: statistics.median(ms) for who, ms in times.items()}
@@ -164,7 +175,10 @@ def bench_net(name: str, args: argparse.Namespace, env: Path | None, folder: Pat
     )
     for who, ms in median.items():
         spread = ", ".join(f"{t:.1f}" for t in times[who])
-        print(f"  {who:7s} {ms:9.1f} ms/step   (rounds: {spread})")
+        print(
+            f"  {who:7s} {ms:9.1f} ms/step   (rounds: {spread}; CPU time of all threads "
+            f"{statistics.median(cpu[who]):.1f} ms/step)"
+        )
     for peer in ("torch", "caffe"):
         if peer in median:
             print(f"  ratio engine/{peer} {median['engine'] / median[peer]:.2f}")

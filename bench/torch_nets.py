@@ -63,7 +63,7 @@ def resnet18() -> Any:
     def conv_bn(cin: int, cout: int, k: int, stride: int) -> list[Any]:
         return [nn.Conv2d(cin, cout, k, stride, k // 2, bias=False), nn.BatchNorm2d(cout)]
 
-    class Block(nn.Module):  # type: ignore[misc]
+    class Block(nn.Module):
         def __init__(self, cin: int, cout: int, stride: int) -> None:
             super().__init__()
             self.body = nn.Sequential(*conv_bn(cin, cout, 3, stride), nn.ReLU(), *conv_bn(cout, cout, 3, 1))

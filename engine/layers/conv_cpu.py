@@ -36,6 +36,7 @@ from engine import backend, parallel
 # Columns per block: a few hundred KiB to a few MiB keeps a block in a core's L2/L3 here and its
 # GEMMs large enough for BLAS's kernels (measured on CIFAR-10 quick's conv2, 2 MiB ran best).
 BLOCK_BYTES = 2 << 20
+CHANNEL_RUN = 8  # channels per copy where the channels of a (N, C, H, W) array alias in the cache
 MIN_GROUP_CHANNELS = 4  # fewer input channels per group (depthwise): runs too short, the reference path
 
 
@@ -115,8 +116,7 @@ class CpuConv:
                 cols = windows_into(
                     padded, a, b, r0, r1, self.kernel, self.stride, self.dilation, self.conv_out, g, col
                 )
-                grad = dyc[:m].reshape(b - a, r1 - r0, self.conv_out[1], self.o)
-                grad[...] = dy[a:b, :, r0:r1].transpose(0, 2, 3, 1)
+                to_channels_last(dyc[:m].reshape(b - a, r1 - r0, self.conv_out[1], self.o), dy[a:b, :, r0:r1])
                 np.matmul(cols.transpose(1, 2, 0), dyc[:m].reshape(m, g, og).transpose(1, 0, 2), out=product)
                 total += product
             parts[first] = total
@@ -154,8 +154,7 @@ class CpuConv:
             s0, s1, s2, s3 = target.strides
             for a, b, r0, r1 in blocks.of(first, stop):
                 m = (b - a) * (r1 - r0) * ow
-                grad = dyc[:m].reshape(b - a, r1 - r0, ow, self.o)
-                grad[...] = dy[a:b, :, r0:r1].transpose(0, 2, 3, 1)
+                to_channels_last(dyc[:m].reshape(b - a, r1 - r0, ow, self.o), dy[a:b, :, r0:r1])
                 cols = col[:m]
                 np.matmul(dyc[:m].reshape(m, g, og).transpose(1, 0, 2), w_rows, out=cols.transpose(1, 0, 2))
                 offsets = cols.reshape(b - a, r1 - r0, ow, g, kh, kw, cg)
@@ -171,7 +170,7 @@ class CpuConv:
                 self.pad[0] : self.pad[0] + self.conv_in[0],
                 self.pad[1] : self.pad[1] + self.conv_in[1],
             ]
-            dx[first:stop] = inner.transpose(0, 3, 1, 2)
+            to_channels_first(dx[first:stop], inner)
 
         parallel.run(images, n, np)
 
@@ -179,8 +178,34 @@ class CpuConv:
         """a (N, C, H, W) copied into a zero-bordered (N, H + 2 pad_h, W + 2 pad_w, C) scratch."""
         n, c, h, w = a.shape
         padded = self.workspace.get(name, (n, h + 2 * pad[0], w + 2 * pad[1], c), a.dtype, np, zeros=True)
-        padded[:, pad[0] : pad[0] + h, pad[1] : pad[1] + w] = a.transpose(0, 2, 3, 1)
+        to_channels_last(padded[:, pad[0] : pad[0] + h, pad[1] : pad[1] + w], a)
         return padded
+
+
+def aliased(a: Any) -> bool:
+    """Whether a (N, C, H, W) array's channels lie a multiple of 4 KiB apart: a copy that gathers
+    across them then keeps hitting the same cache sets (32 x 32 float maps ran 3x slower)."""
+    return a.shape[1] > CHANNEL_RUN and a.strides[1] % 4096 == 0
+
+
+def to_channels_last(target: Any, a: Any) -> None:
+    """target (N, H, W, C) = a (N, C, H, W), a few channels at a time where the channels alias."""
+    if not aliased(a):
+        np.copyto(target, a.transpose(0, 2, 3, 1))
+        return
+    for c in range(0, a.shape[1], CHANNEL_RUN):
+        np.copyto(target[..., c : c + CHANNEL_RUN], a[:, c : c + CHANNEL_RUN].transpose(0, 2, 3, 1))
+
+
+def to_channels_first(target: Any, a: Any, shift: Any = None) -> None:
+    """target (N, C, H, W) = a (N, H, W, C) (+ shift (C, 1, 1)), likewise."""
+    step = CHANNEL_RUN if aliased(target) else target.shape[1]
+    for c in range(0, target.shape[1], step):
+        part = a[..., c : c + step].transpose(0, 3, 1, 2)
+        if shift is None:
+            np.copyto(target[:, c : c + step], part)
+        else:
+            np.add(part, shift[c : c + step], out=target[:, c : c + step])
 
 
 class Blocks:
@@ -246,10 +271,6 @@ def gemm(
             m = (b - a) * (r1 - r0) * ow
             cols = windows_into(padded, a, b, r0, r1, kernel, stride, dilation, out, g, col)
             np.matmul(cols.transpose(1, 0, 2), wt, out=yc[:m].reshape(m, g, og).transpose(1, 0, 2))
-            result = yc[:m].reshape(b - a, r1 - r0, ow, o).transpose(0, 3, 1, 2)
-            if shift is None:
-                y[a:b, :, r0:r1] = result
-            else:
-                np.add(result, shift, out=y[a:b, :, r0:r1])
+            to_channels_first(y[a:b, :, r0:r1], yc[:m].reshape(b - a, r1 - r0, ow, o), shift)
 
     parallel.run(images, n, np)

@@ -14,8 +14,9 @@ ph stride_h - pad_h .. + kernel_h, clipped to the image.
        non-negative) and passes the gradient to it; TEST outputs sum(x^2) / sum(x).
 In general the windows are gathered as patches (K, N, C, PH, PW) and reduced over K: a reshape when the
 windows tile the image (stride = kernel, global pooling, SPP), else one strided slice per kernel offset.
-Two faster paths for MAX: on the GPU, fused kernels (engine.kernels) that keep an int32 argmax; on the
-CPU, for tiling windows and one top, two small tournaments without patch or index arrays (staged_max).
+That is the reference path. MAX has a faster one on each device: on the GPU, fused kernels
+(engine.kernels) that keep an int32 argmax; on the CPU, two tournaments over strided views of the
+frame, without patch or index arrays (engine.layers.pooling_cpu).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from engine import backend, kernels, parallel, rng
+from engine import backend, kernels, rng
 from engine.blob import Blob, shape_string
-from engine.layers import facts
+from engine.layers import facts, pooling_cpu
 from engine.layers.base import Layer
 from engine.layers.conv import check_workspace
 from engine.layers.im2col import kernel_offsets, window_slices
@@ -37,7 +38,7 @@ from proto import caffe_pb2
 
 P = caffe_pb2.PoolingParameter
 FLT_MIN = float(np.finfo(np.float32).tiny)  # Caffe's guard against an all-zero stochastic window
-LOWEST = float(np.finfo(np.float32).min)  # Caffe's MAX pooling starts from -FLT_MAX
+LOWEST = pooling_cpu.LOWEST  # Caffe's MAX pooling starts from -FLT_MAX
 
 
 @register_layer("Pooling")
@@ -65,7 +66,6 @@ class PoolingLayer(Layer):
         p = self.param.pooling_param
         has = p.HasField
         self.workspace = backend.Workspace()
-        self.choices: dict[str, Any] = {}
         self.fast: str | None = None
         self.method, self.global_pooling = p.pool, p.global_pooling
         if len(top) > 1 and self.method != P.MAX:
@@ -199,14 +199,18 @@ class PoolingLayer(Layer):
         x, y = bottom[0].data, top[0].data
         self.fast = None
         if self.method == P.MAX:
-            self.fast = self.max_path(x, len(top))
+            self.fast = self.max_path(x)
             if self.fast == "kernel":
                 kernels.max_pool_forward(x, y, self.index, self.kernel, self.stride, self.pad)
                 if len(top) > 1:
                     top[1].data[...] = self.index
                 return
-            if self.fast == "staged":
-                self.staged_max(x, y)
+            if self.fast == "cpu":
+                geometry = (self.kernel, self.stride, self.pooled, self.frame)
+                self.cpu_max = pooling_cpu.MaxPool(self.workspace, *geometry, x.shape, self.dtype)
+                self.cpu_max.forward(self.framed(x, -np.inf), y)
+                if len(top) > 1:
+                    top[1].data[...] = self.cpu_max.mask(self.size, self.pad)
                 return
             values = self.patches(self.framed(x, -np.inf))
             # Caffe starts from -FLT_MAX and keeps the first strictly greater value: no choice below
@@ -248,130 +252,30 @@ class PoolingLayer(Layer):
             self.unpatch(xp.broadcast_to(share, (k, *dy.shape)), bottom[0])
         elif self.method == P.MAX and self.fast == "kernel":
             kernels.max_pool_backward(dy, self.index, bottom[0].diff, self.kernel, self.stride, self.pad)
-        elif self.method == P.MAX and self.fast == "staged":
-            self.staged_max_backward(dy, bottom[0])
+        elif self.method == P.MAX and self.fast == "cpu":
+            self.cpu_max_backward(dy, bottom[0])
         elif self.method == P.MAX or self.phase == caffe_pb2.TRAIN:
             self.unpatch(self.chosen(dy), bottom[0])
         else:  # d/dx_j of sum(x^2) / sum(x) = (2 x_j - y) / sum(x)
             values = self.patches(self.framed(bottom[0].data, 0))
             self.unpatch(dy * (2 * values - top[0].data) / self.total, bottom[0])
 
-    # --- MAX without patch arrays --------------------------------------------------------------
-    def max_path(self, x: Any, num_top: int) -> str | None:
-        """'kernel' (the GPU's fused kernels), 'staged' (windows that tile the frame, one top), or None."""
+    # --- MAX's faster paths ---------------------------------------------------------------------
+    def max_path(self, x: Any) -> str | None:
+        """'kernel' (the GPU's fused kernels), 'cpu' (engine.layers.pooling_cpu), or None (patches)."""
         if kernels.enabled(x) and x.dtype == self.dtype:
             self.index = self.workspace.get("index", (*x.shape[:2], *self.pooled), np.int32, self.xp)
             return "kernel"
-        return "staged" if self.tiled() and num_top == 1 else None
+        return "cpu" if self.xp is np else None
 
-    def staged_max(self, x: Any, y: Any) -> None:
-        """Max over windows that tile the frame, as two tournaments: along each window row (kw values),
-        then down the kh row maxima. Strict ``>`` keeps the first maximum in raster order and passes
-        NaN over, as Caffe; each stage keeps its choices (int8) for backward. No patch array, no index
-        array. Images are independent: on the CPU, slices of the batch run on engine.parallel's threads."""
-        xp = self.xp
-        (kh, kw), pw = self.kernel, self.pooled[1]
-        n, c = x.shape[:2]
-        framed = self.framed(x, -np.inf)
-        row_max = self.workspace.get("row_max", (n, c * self.frame[0] * pw), self.dtype, xp)
-        self.live = self.workspace.get("live", y.shape, bool, xp)
-        across, down = self.stage("w", kw, row_max.shape), self.stage("h", kh, y.shape)
-
-        def images(start: int, stop: int) -> None:
-            part = slice(start, stop)
-            self.tournament(framed[part].reshape(-1, kw).T, across, row_max[part].reshape(-1), part)
-            rows = row_max[part].reshape(-1, kh, pw).swapaxes(0, 1)
-            best = y[part]
-            self.tournament(rows, down, best.reshape(-1, pw), part, clean=True)
-            xp.greater(best, LOWEST, out=self.live[part])  # a window of -inf / NaN gives -FLT_MAX ...
-
-        parallel.run(images, n, xp, parallel.grain(x[0:1].size))  # [0:1]: an empty batch has no [0]
-
-    def staged_max_backward(self, dy: Any, bottom: Blob) -> None:
-        """dy goes back down the tournaments: to the chosen row, then to the chosen column."""
-        xp, ws = self.xp, self.workspace
-        (kh, kw), (ph, pw) = self.kernel, self.pooled
-        n, c = dy.shape[:2]
-        live_dy = ws.get("live_dy", dy.shape, self.dtype, xp)
-        row_diff = ws.get("row_diff", (n, c * ph, kh, pw), self.dtype, xp)
+    def cpu_max_backward(self, dy: Any, bottom: Blob) -> None:
         direct = self.frame == self.size and not any(self.pad)
-        frame_diff = bottom.diff if direct else ws.get("frame_diff", (n, c, *self.frame), self.dtype, xp)
-
-        def images(start: int, stop: int) -> None:
-            part = slice(start, stop)
-            xp.multiply(dy[part], self.live[part], out=live_dy[part])  # ... and no gradient
-            rows = row_diff[part].reshape(-1, kh, pw)
-            self.spread(live_dy[part].reshape(-1, pw), "h", rows.swapaxes(0, 1), part)
-            self.spread(rows.reshape(-1), "w", frame_diff[part].reshape(-1, kw).T, part)
-            if not direct:
-                diff = bottom.diff[part]
-                diff[...] = 0
-                diff[self.frame_in_image()] = frame_diff[part][self.image_in_frame()]
-
-        parallel.run(images, n, xp, parallel.grain(frame_diff[0:1].size))
-
-    def stage(self, name: str, count: int, shape: tuple[int, ...]) -> str:
-        """Make a tournament stage's arrays (first axis: the batch) for ``count`` candidates: the choice
-        (None for one candidate, a bool for two: the second, else int8), and scratch."""
-        xp, ws = self.xp, self.workspace
-        if count == 1:
-            self.choices[name] = None
-        elif count == 2:
-            self.choices[name] = ws.get(f"greater_{name}", shape, bool, xp)
-        else:
-            self.choices[name] = ws.get(f"choice_{name}", shape, np.int8, xp)
-            self.choices[f"greater_{name}"] = ws.get(f"greater_{name}", shape, bool, xp)
-            self.choices[f"later_{name}"] = ws.get(f"later_{name}", shape, np.int8, xp)
-        self.choices[f"chosen_{name}"] = ws.get(f"chosen_{name}", shape, bool, xp) if count > 1 else None
-        self.choices[f"first_{name}"] = ws.get(f"first_{name}", shape, self.dtype, xp) if count > 1 else None
-        return name
-
-    def tournament(self, candidates: Any, stage: str, best: Any, part: slice, clean: bool = False) -> None:
-        """best = Caffe's max over the first axis of ``candidates`` (K, ...): from -FLT_MAX, each value
-        strictly greater takes over, so NaN never does (fmax skips it); which one was the first maximum
-        goes to the stage's choice (0 where none beat -FLT_MAX), for the images in ``part``. ``clean``:
-        the candidates are an earlier stage's maxima (never NaN nor below -FLT_MAX): the first is its
-        own max with -FLT_MAX, used where it lies."""
-        xp = self.xp
-        count = len(candidates)
-        if count == 1:
-            xp.fmax(candidates[0], LOWEST, out=best)
-            return
-        first = candidates[0]
-        if not clean:
-            first = xp.fmax(first, LOWEST, out=self.choices[f"first_{stage}"][part].reshape(best.shape))
-        choice = self.choices[stage][part].reshape(best.shape)
-        greater = choice if count == 2 else self.choices[f"greater_{stage}"][part].reshape(best.shape)
-        xp.fmax(first, candidates[1], out=best)
-        # The second is strictly greater exactly where the max rose above the first (neither is NaN
-        # there): one comparison of two contiguous arrays, not of strided candidates.
-        xp.greater(best, first, out=greater)
-        if count == 2:
-            return
-        choice[...] = greater
-        later = self.choices[f"later_{stage}"][part].reshape(best.shape)
-        for k in range(2, count):
-            xp.greater(candidates[k], best, out=greater)
-            xp.fmax(best, candidates[k], out=best)
-            # where(greater, k, choice) is max(choice, greater * k), as every earlier choice is below k
-            # (and much faster than a masked copy)
-            xp.maximum(choice, xp.multiply(greater, np.int8(k), out=later), out=choice)
-
-    def spread(self, values: Any, stage: str, targets: Any, part: slice) -> None:
-        """targets[k] = values where the stage chose k, else 0 (targets: (K, ...) views), for the
-        images in ``part``."""
-        xp = self.xp
-        if self.choices[stage] is None:
-            xp.copyto(targets[0], values)
-            return
-        choice = self.choices[stage][part].reshape(values.shape)
-        chosen = self.choices[f"chosen_{stage}"][part].reshape(values.shape)
-        for k in range(len(targets)):
-            if choice.dtype == bool:
-                mask = choice if k else xp.logical_not(choice, out=chosen)
-            else:
-                mask = xp.equal(choice, k, out=chosen)
-            xp.multiply(values, mask, out=targets[k])
+        shape = (*dy.shape[:2], *self.frame)
+        frame_diff = bottom.diff if direct else self.workspace.get("frame_diff", shape, self.dtype, np)
+        self.cpu_max.backward(dy, frame_diff)
+        if not direct:
+            bottom.diff[...] = 0
+            bottom.diff[self.frame_in_image()] = frame_diff[self.image_in_frame()]
 
     def mask(self) -> Any:
         """Caffe's MAX mask: the flat index h W + w of each chosen element, -1 where none was."""

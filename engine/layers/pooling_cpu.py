@@ -1,0 +1,123 @@
+"""MAX pooling on the CPU as two tournaments, with no patch or index arrays: any window geometry.
+
+Caffe's MAX keeps, from -FLT_MAX, each value strictly greater than the best so far, in raster
+order: the first maximum of the window wins and NaN never does. That is two tournaments, each over
+strided views of the padded frame (N, C, FH, FW) (-inf in the padding):
+  across: for every frame row and output column, the best of the kw values at columns
+          pw stride_w + j (``row_max`` (N, C, FH, PW), ``across`` the winning j);
+  down:   for every output, the best of the kh row maxima at rows ph stride_h + i (``down``: i).
+The first row holding the window's maximum, then the first column of it in that row, is the
+window's first maximum in raster order. Backward sends dy down the same two steps, each a masked
+add per candidate (windows that overlap add onto the same row maxima and pixels). Choices are int8.
+Images are independent: ranges of them run on engine.parallel's threads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine import parallel
+
+LOWEST = float(np.finfo(np.float32).min)  # Caffe's MAX pooling starts from -FLT_MAX
+
+
+def candidates(a: Any, count: int, stride: int, pooled: int, axis: int) -> list[Any]:
+    """The ``count`` strided views of ``a`` along ``axis`` (-1 or -2) that a window's offsets read."""
+    views = []
+    for k in range(count):
+        window = slice(k, k + stride * (pooled - 1) + 1, stride)
+        views.append(a[..., window] if axis == -1 else a[..., window, :])
+    return views
+
+
+def first_max(values: list[Any], best: Any, choice: Any, greater: Any, scaled: Any) -> None:
+    """best = Caffe's max over ``values`` (from -FLT_MAX, strictly greater wins), choice = the
+    index of the first maximum (0 where nothing beat -FLT_MAX)."""
+    np.fmax(values[0], LOWEST, out=best)  # fmax passes NaN over
+    choice[...] = 0
+    for k in range(1, len(values)):
+        np.greater(values[k], best, out=greater)
+        np.fmax(best, values[k], out=best)
+        # where(greater, k, choice) as max(choice, greater k): every earlier choice is below k
+        np.maximum(choice, np.multiply(greater, np.int8(k), out=scaled), out=choice)
+
+
+class MaxPool:
+    """Scratch and choices of one layer's CPU MAX pooling, for bottoms of one shape."""
+
+    def __init__(
+        self, workspace: Any, kernel: Any, stride: Any, pooled: Any, frame: Any, shape: Any, dtype: Any
+    ):
+        n, c = shape[:2]
+        (fh, _), (ph, pw) = frame, pooled
+        get = workspace.get
+        self.kernel, self.stride, self.pooled = kernel, stride, pooled
+        self.row_max = get("row_max", (n, c, fh, pw), dtype, np)
+        self.across = get("across", (n, c, fh, pw), np.int8, np)
+        self.down = get("down", (n, c, ph, pw), np.int8, np)
+        self.live = get("live", (n, c, ph, pw), bool, np)
+        self.scratch = {
+            f"{name}_{size}": get(f"{name}_{size}", (n, c, rows, pw), kind, np)
+            for name, kind in (("greater", bool), ("scaled", np.int8), ("mask", bool))
+            for size, rows in (("rows", fh), ("out", ph))
+        }
+        self.diffs = (get("live_dy", (n, c, ph, pw), dtype, np), get("row_diff", (n, c, fh, pw), dtype, np))
+        self.spread = (
+            get("spread_out", (n, c, ph, pw), dtype, np),
+            get("spread_rows", (n, c, fh, pw), dtype, np),
+        )
+
+    def part(self, name: str, rows: str, s: slice) -> Any:
+        return self.scratch[f"{name}_{rows}"][s]
+
+    def forward(self, framed: Any, y: Any) -> None:
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
+
+        def images(start: int, stop: int) -> None:
+            s = slice(start, stop)
+            across = candidates(framed[s], kw, sw, pw, -1)
+            first_max(
+                across,
+                self.row_max[s],
+                self.across[s],
+                self.part("greater", "rows", s),
+                self.part("scaled", "rows", s),
+            )
+            down = candidates(self.row_max[s], kh, sh, ph, -2)
+            first_max(down, y[s], self.down[s], self.part("greater", "out", s), self.part("scaled", "out", s))
+            np.greater(y[s], LOWEST, out=self.live[s])  # a window of -inf / NaN only: no choice, no gradient
+
+        parallel.run(images, y.shape[0], np, parallel.grain(framed[0:1].size))
+
+    def backward(self, dy: Any, frame_diff: Any) -> None:
+        """frame_diff (N, C, FH, FW) = dy sent to each window's chosen element (summed where they meet)."""
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
+        live_dy, row_diff = self.diffs
+
+        def images(start: int, stop: int) -> None:
+            s = slice(start, stop)
+            np.multiply(dy[s], self.live[s], out=live_dy[s])
+            row_diff[s] = 0
+            self.send(live_dy[s], self.down[s], candidates(row_diff[s], kh, sh, ph, -2), "out", s)
+            frame_diff[s] = 0
+            self.send(row_diff[s], self.across[s], candidates(frame_diff[s], kw, sw, pw, -1), "rows", s)
+
+        parallel.run(images, dy.shape[0], np, parallel.grain(frame_diff[0:1].size))
+
+    def send(self, values: Any, choice: Any, targets: list[Any], rows: str, s: slice) -> None:
+        """targets[k] += values where ``choice`` is k."""
+        mask, spread = self.part("mask", rows, s), self.spread[0 if rows == "out" else 1][s]
+        for k, target in enumerate(targets):
+            np.equal(choice, k, out=mask)
+            target += np.multiply(values, mask, out=spread)
+
+    def mask(self, size: Any, pad: Any) -> Any:
+        """Caffe's second top: the flat index h W + w of each window's choice in the image, -1 for none."""
+        (sh, sw), (ph, pw) = self.stride, self.pooled
+        row = np.arange(ph).reshape(-1, 1) * sh + self.down  # the chosen row, in the frame
+        column = np.take_along_axis(self.across, row.astype(np.intp), axis=2)
+        h = row - pad[0]
+        w = np.arange(pw) * sw - pad[1] + column
+        return np.where(self.live, h * size[1] + w, -1)

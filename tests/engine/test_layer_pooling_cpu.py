@@ -1,0 +1,74 @@
+"""The CPU's MAX pooling (engine.layers.pooling_cpu) gives the reference (patch) path's numbers:
+top, mask and gradient, on overlapping, tiling and gapped windows, padding, both round modes, ties
+(first maximum in raster order), NaN and -inf, with and without threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import parallel
+from engine.layers.pooling import PoolingLayer
+from engine.testing import blobs, make_layer, random_blob
+
+GEOMETRIES = [
+    ("kernel_size: 3 stride: 2", (2, 3, 9, 8)),  # overlapping, CEIL: a last window past the image
+    ("kernel_size: 3 stride: 2 round_mode: FLOOR", (2, 3, 9, 8)),  # pixels no window covers
+    ("kernel_size: 2 stride: 2", (2, 2, 6, 7)),  # tiling
+    ("kernel_size: 3 stride: 2 pad: 1", (1, 2, 7, 7)),
+    ("kernel_h: 3 kernel_w: 2 stride_h: 1 stride_w: 3 pad_h: 1 pad_w: 1", (2, 2, 5, 8)),
+    ("kernel_size: 2 stride: 3", (2, 2, 7, 7)),  # gaps between windows
+    ("global_pooling: true", (2, 3, 4, 5)),
+]
+
+
+def passes(text: str, shape: tuple, values: np.ndarray, fast: bool) -> list[np.ndarray]:
+    layer = make_layer(f'name: "p" type: "Pooling" pooling_param {{ pool: MAX {text} }}')
+    bottom, top = [random_blob(shape)], blobs(2)
+    bottom[0].data[...] = values
+    layer.setup(bottom, top)
+    layer.forward(bottom, top)
+    assert layer.fast == ("cpu" if fast else None)
+    top[0].diff[...] = np.random.default_rng(3).standard_normal(top[0].shape)
+    bottom[0].diff[...] = 5  # overwritten, not added to
+    layer.backward(top, [True], bottom)
+    return [top[0].data.copy(), top[1].data.copy(), bottom[0].diff.copy()]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("text, shape", GEOMETRIES)
+def test_cpu_max_equals_reference(monkeypatch, threads, text, shape):
+    rng = np.random.default_rng(0)
+    values = rng.integers(-2, 3, size=shape).astype(float)  # many ties
+    values[0, 0, 0, :2] = np.nan
+    values[-1, -1, :2, :2] = -np.inf
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(threads))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1)  # every image a slice
+    fast = passes(text, shape, values, True)
+    with monkeypatch.context() as m:
+        m.setattr(PoolingLayer, "max_path", lambda self, x: None)
+        reference = passes(text, shape, values, False)
+    for what, a, b in zip(("top", "mask"), fast, reference):
+        np.testing.assert_array_equal(a, b, err_msg=what)
+    # the same pixels get gradient; where windows overlap, their shares are added in another order
+    np.testing.assert_array_equal(fast[2] != 0, reference[2] != 0)
+    np.testing.assert_allclose(fast[2], reference[2], rtol=1e-12, atol=1e-15)
+
+
+def test_cpu_max_first_maximum_in_raster_order():
+    """A window with its maximum twice: the first in raster order (row first) takes the gradient,
+    even where a later row's copy is further left."""
+    layer = make_layer('name: "p" type: "Pooling" pooling_param { pool: MAX kernel_size: 3 stride: 3 }')
+    x = np.zeros((1, 1, 3, 3))
+    x[0, 0, 1, 2] = x[0, 0, 2, 0] = 7
+    bottom, top = [random_blob(x.shape)], blobs(2)
+    bottom[0].data[...] = x
+    layer.setup(bottom, top)
+    layer.forward(bottom, top)
+    assert layer.fast == "cpu" and top[1].data.item() == 1 * 3 + 2
+    top[0].diff[...] = 1
+    layer.backward(top, [True], bottom)
+    want = np.zeros_like(x)
+    want[0, 0, 1, 2] = 1
+    np.testing.assert_array_equal(bottom[0].diff, want)
