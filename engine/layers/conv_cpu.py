@@ -22,6 +22,7 @@ over (O, kh, kw) in one sum where the reference sums over O, then the kernel off
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,7 @@ class Blocks:
             self.images, self.rows = 1, max(1, min(out[0], BLOCK_BYTES // (out[1] * position_bytes)))
         self.most = self.images * self.rows * out[1]
 
-    def of(self, first: int, stop: int) -> Any:
+    def of(self, first: int, stop: int) -> Iterator[tuple[int, int, int, int]]:
         for a in range(first, stop, self.images):
             b = min(a + self.images, stop)
             for r0 in range(0, self.out[0], self.rows):
@@ -181,7 +182,8 @@ class CpuConv:
             product = ws.get(f"dw_part{first}", (g, og, kg), x.dtype, np)
             total[...] = 0
             for block in blocks.of(first, stop):
-                cols = self.windows.columns(padded, *block, col)
+                a, b, r0, r1 = block
+                cols = self.windows.columns(padded, a, b, r0, r1, col)
                 np.matmul(batch_inner(dy, block, grad, g), cols.transpose(0, 2, 1), out=product)
                 total += product
             parts[first] = total

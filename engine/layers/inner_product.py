@@ -18,6 +18,8 @@ from engine.layers import facts
 from engine.layers.base import Layer, Shape
 from engine.layers.registry import register_layer
 
+BLOCK_BYTES = 4 << 20  # the weight gradient's product made a block of rows of about this size at a time
+
 
 @register_layer("InnerProduct")
 class InnerProductLayer(Layer):
@@ -108,7 +110,17 @@ class InnerProductLayer(Layer):
 
         def weights() -> None:
             dw = self.weight(diff=True)
-            dw += parallel.matmul(dy.T, x, self.workspace.get("dw", dw.shape, self.dtype, xp), "rows")
+            rows = max(1, BLOCK_BYTES // (dw.shape[1] * dw.itemsize))
+            if rows >= dw.shape[0] or not dw.flags.c_contiguous:
+                dw += parallel.matmul(dy.T, x, self.workspace.get("dw", dw.shape, self.dtype, xp), "rows")
+                return
+            # A large weight's gradient a block of rows at a time, each block's product added while
+            # still in cache: a whole one (CaffeNet's fc6: 151 MB) is too large for the workspace to
+            # keep, and a fresh one each step cost ten times its GEMM in page faults.
+            block = self.workspace.get("dw_block", (rows, dw.shape[1]), self.dtype, xp)
+            for start in range(0, dw.shape[0], rows):
+                part = block[: min(rows, dw.shape[0] - start)]
+                dw[start : start + len(part)] += xp.matmul(dy[:, start : start + len(part)].T, x, out=part)
 
         def data() -> None:
             parallel.matmul(dy, self.weight(), bottom[0].diff.reshape(self.m, self.k), "cols")

@@ -107,3 +107,19 @@ def test_caffe_checks():
 
 def test_matches_caffe_golden(xp, goldens):
     replay_golden_layer(goldens, "inner_product", "ip", xp)
+
+
+@pytest.mark.parametrize("transpose", ["false", "true"])
+def test_large_weight_gradient_by_blocks_of_rows(monkeypatch, transpose):
+    """A weight past BLOCK_BYTES gets its gradient a block of rows at a time: still dW += dy^T x."""
+    from engine.layers import inner_product
+
+    monkeypatch.setattr(inner_product, "BLOCK_BYTES", 3 * 7 * 8)  # 3 rows of 7 float64 a block
+    layer = make_layer(ip_text(num_output=11, transpose=transpose))
+    x, y = run(layer, (4, 7))
+    y.diff[...] = np.random.default_rng(1).standard_normal(y.shape)
+    layer.blobs[0].diff[...] = 0.5
+    layer.backward([y], [True], [x])
+    want = y.diff.T @ x.data.reshape(4, 7)
+    got = layer.blobs[0].diff.reshape(7, 11).T if transpose == "true" else layer.blobs[0].diff
+    np.testing.assert_allclose(got, 0.5 + want, rtol=1e-12)
