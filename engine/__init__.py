@@ -28,18 +28,18 @@ __version__ = "1.0.0"  # the Caffe version whose behaviour the engine follows
 
 # name -> (module, attribute in it; None: the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "coord_map": ("engine.coord_map", None),
-    "io": ("engine.io", None),
+    "coord_map": ("engine.pycaffe.coord_map", None),
+    "io": ("engine.pycaffe.io", None),
     "layers": ("engine.layers", None),
-    "net_spec": ("engine.net_spec", None),
+    "net_spec": ("engine.pycaffe.net_spec", None),
     "layer_type_list": ("engine.layers", "layer_types"),
     "set_device": ("engine.backend", "set_device"),
     "set_mode_cpu": ("engine.backend", "set_mode_cpu"),
     "set_mode_gpu": ("engine.backend", "set_mode_gpu"),
     "set_random_seed": ("engine.rng", "set_random_seed"),
-    "Classifier": ("engine.classifier", "Classifier"),
-    "Detector": ("engine.detector", "Detector"),
-    **{name: ("engine.net_spec", name) for name in ("NetSpec", "params", "to_proto")},
+    "Classifier": ("engine.pycaffe.classifier", "Classifier"),
+    "Detector": ("engine.pycaffe.detector", "Detector"),
+    **{name: ("engine.pycaffe.net_spec", name) for name in ("NetSpec", "params", "to_proto")},
     **{name: ("engine.pycaffe", name) for name in SURFACE},
 }
 

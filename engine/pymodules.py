@@ -107,11 +107,12 @@ def _alias_caffe() -> None:
     """``import caffe`` in a user's layer gets the engine (the app's pycaffe) unless caffe is installed."""
     if "caffe" in sys.modules or importlib.util.find_spec("caffe") is not None:
         return
-    engine = sys.modules[__name__.rpartition(".")[0]]  # our package: loaded before any of its modules
-    sys.modules["caffe"] = engine
+    package = __name__.rpartition(".")[0]
+    sys.modules["caffe"] = sys.modules[package]  # our package: loaded before any of its modules
+    where = {"proto": package, "pycaffe": package}  # pycaffe's own modules are in engine/pycaffe/
     for sub in ("io", "proto", "net_spec", "coord_map", "pycaffe", "classifier", "detector"):
-        module = sys.modules.get(f"engine.{sub}") or importlib.import_module(f"engine.{sub}")
-        sys.modules[f"caffe.{sub}"] = module
+        name = f"{where.get(sub, f'{package}.pycaffe')}.{sub}"
+        sys.modules[f"caffe.{sub}"] = sys.modules.get(name) or importlib.import_module(name)
     sys.modules["caffe.proto.caffe_pb2"] = caffe_pb2
 
 

@@ -2,7 +2,7 @@
 
 The package doubles as pycaffe's ``caffe.layers`` net-spec factory: an attribute spelled like a
 layer type (``L.Convolution``, ``L.ReLU``) that is not one of the names below is handed to
-:data:`engine.net_spec.layers`, so ``from engine import layers as L`` writes nets as pycaffe does.
+:data:`engine.pycaffe.net_spec.layers`, so ``from engine import layers as L`` writes nets as pycaffe does.
 """
 
 import importlib
@@ -21,7 +21,7 @@ for _module in pkgutil.iter_modules(__path__):
 def __getattr__(name: str) -> Callable[..., Any]:
     # Only CamelCase names: dunder and lower-case look-ups (import machinery, submodules) stay errors.
     if name[:1].isupper():
-        from engine.net_spec import layers as net_spec_layers
+        from engine.pycaffe.net_spec import layers as net_spec_layers
 
         return getattr(net_spec_layers, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

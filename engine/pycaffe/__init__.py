@@ -3,7 +3,9 @@
 One module a part: ``net`` (Net, TRAIN/TEST), ``blob`` (Blob, BlobVec), ``layer`` (Layer, the base
 of Python layers), ``layer_view`` (built-in layers in ``net.layers``), ``batches`` (forward_all),
 ``solver`` (Solver, SGDSolver ..., get_solver), ``timer``, ``process`` (logging, solver counts),
-``host_copies`` (numpy copies of device arrays) and ``files`` (pycaffe's file checks).
+``host_copies`` (numpy copies of device arrays), ``files`` (pycaffe's file checks), and pycaffe's
+own modules ``io``, ``net_spec``, ``coord_map``, ``classifier`` and ``detector`` (reached as
+``caffe.io``, ``caffe.NetSpec``, ``caffe.Classifier`` ... through engine/__init__.py).
 
 Names load on first use (PEP 562), so the engine's Python layer can import ``blob``, ``layer`` and
 ``host_copies`` (which import no net) without loading the Net or the Solver.

@@ -1,4 +1,4 @@
-"""engine.io: pycaffe's caffe.io surface (proto conversion, Transformer, image helpers)."""
+"""engine.pycaffe.io: pycaffe's caffe.io surface (proto conversion, Transformer, image helpers)."""
 
 import numpy as np
 import pytest

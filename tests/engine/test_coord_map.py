@@ -13,7 +13,7 @@ import pytest
 import engine as caffe
 from engine import layers as L
 from engine import params as P
-from engine.coord_map import (
+from engine.pycaffe.coord_map import (
     AxisMismatchException,
     UndefinedMapException,
     compose,

@@ -18,11 +18,11 @@ HEAVY = (
     "lmdb",
     "engine.pycaffe.net",
     "engine.pycaffe.solver",
-    "engine.io",
-    "engine.net_spec",
-    "engine.classifier",
-    "engine.detector",
-    "engine.coord_map",
+    "engine.pycaffe.io",
+    "engine.pycaffe.net_spec",
+    "engine.pycaffe.classifier",
+    "engine.pycaffe.detector",
+    "engine.pycaffe.coord_map",
 )
 
 

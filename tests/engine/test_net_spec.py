@@ -11,7 +11,7 @@ from google.protobuf import text_format
 import engine as caffe
 from engine import layers as L
 from engine import params as P
-from engine.net_spec import param_name_dict
+from engine.pycaffe.net_spec import param_name_dict
 from proto import caffe_pb2
 
 LENET_LAYERS = """

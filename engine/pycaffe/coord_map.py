@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.net_spec import Function, Top
-from engine.net_spec import layers as L
+from engine.pycaffe.net_spec import Function, Top
+from engine.pycaffe.net_spec import layers as L
 
 __all__ = [
     "PASS_THROUGH_LAYERS",

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from engine import io as caffe_io
-from engine.classifier import configure_transformer, first_input
+from engine.pycaffe import io as caffe_io
+from engine.pycaffe.classifier import configure_transformer, first_input
 from engine.pycaffe.net import TEST, Net
 
 __all__ = ["Detector"]

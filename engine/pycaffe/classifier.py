@@ -2,7 +2,7 @@
 
 Each image is resized to ``image_dims``, then either cut into the ten oversampled crops (four
 corners and the centre, and their left-right mirrors) whose predictions are averaged, or cut to
-its centre crop; crops are the net input's H x W and go through a :class:`engine.io.Transformer`
+its centre crop; crops are the net input's H x W and go through a :class:`engine.pycaffe.io.Transformer`
 set up from the constructor's ``mean`` / ``input_scale`` / ``raw_scale`` / ``channel_swap``.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import io as caffe_io
+from engine.pycaffe import io as caffe_io
 from engine.pycaffe.net import TEST, Net
 
 __all__ = ["Classifier"]
