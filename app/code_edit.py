@@ -69,6 +69,23 @@ class CodeEdit(QPlainTextEdit):
             self._update_selections()
             self._gutter.update()
 
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        """Enter keeps the line's indent, one step more after an opening brace."""
+        plain = not event.modifiers() & ~(
+            Qt.KeyboardModifier.KeypadModifier | Qt.KeyboardModifier.ShiftModifier
+        )
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and plain:
+            cursor = self.textCursor()
+            line = cursor.block().text()[: cursor.positionInBlock()]
+            indent = line[: len(line) - len(line.lstrip(" \t"))]
+            if line.rstrip().endswith("{"):
+                indent += "  "
+            cursor.insertText("\n" + indent)
+            self.setTextCursor(cursor)
+            self.ensureCursorVisible()
+            return
+        super().keyPressEvent(event)
+
     def event(self, event: QEvent) -> bool:
         # Undo and redo belong to the window's one undo stack, not to this widget: let them through.
         if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent):

@@ -9,6 +9,7 @@ is one edit of the text.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QTextCharFormat, QTextCursor
@@ -46,8 +47,14 @@ class _Field(QLineEdit):
 
 
 class FindBar(QFrame):
+    """``searched(pattern)``: the pattern searched for (None once cleared or closed), so the canvas
+    can mark the layers whose names or types match; ``also_found(pattern)`` adds its count."""
+
+    searched = Signal(object)
+
     def __init__(self, edit: QPlainTextEdit, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.also_found: Callable[[re.Pattern[str]], str] | None = None
         self.setObjectName("findBar")
         self.edit = edit
         self.find_field = _Field(self)
@@ -127,6 +134,7 @@ class FindBar(QFrame):
 
     def close_bar(self) -> None:
         self.hide()
+        self.searched.emit(None)
         self.edit.setExtraSelections([s for s in self.edit.extraSelections() if not s.format.property(_TAG)])
         self.edit.setFocus()
 
@@ -186,6 +194,7 @@ class FindBar(QFrame):
             self._select(next((m for m in found if m[0] >= position), found[0]))
         self._show_count(found)
         self._highlight_all()
+        self.searched.emit(self.pattern())
 
     def _select(self, span: tuple[int, int]) -> None:
         cursor = self.edit.textCursor()
@@ -205,13 +214,17 @@ class FindBar(QFrame):
             return
         cursor = self.edit.textCursor()
         current = next((i for i, m in enumerate(found) if m[0] == cursor.selectionStart()), None)
-        self.count.setText(
+        text = (
             f"{current + 1} of {len(found)}"
             if current is not None
             else f"{len(found)} found"
             if found
             else "no match"
         )
+        pattern = self.pattern()
+        if self.also_found is not None and pattern is not None:
+            text += self.also_found(pattern)
+        self.count.setText(text)
 
     def _highlight_all(self) -> None:
         kept = [s for s in self.edit.extraSelections() if not s.format.property(_TAG)]

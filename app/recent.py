@@ -52,12 +52,31 @@ class RecentFiles(QObject):
         self.changed.emit()
 
 
+def labels(paths: list[str]) -> list[str]:
+    """Each file's name; names that several paths share get their folders too, as many of the
+    folders' last parts as it takes to tell them apart (``lenet_solver.prototxt — mnist``)."""
+    names = [os.path.basename(p) for p in paths]
+    shown = list(names)
+    for name in set(names):
+        same = [i for i, n in enumerate(names) if n == name]
+        if len(same) < 2:
+            continue
+        folders = [os.path.dirname(paths[i]).split(os.sep) for i in same]
+        for depth in range(1, max(len(f) for f in folders) + 1):
+            tails = [os.sep.join(f[-depth:]) or os.sep for f in folders]
+            if len(set(tails)) == len(tails):
+                break
+        for i, tail in zip(same, tails):
+            shown[i] = f"{name} — {tail}"
+    return shown
+
+
 def fill_menu(menu: QMenu, recent: RecentFiles, open_path: Callable[[str], object]) -> None:
     """Rebuild ``menu`` from ``recent``: one action per file (missing ones disabled), then Clear."""
     menu.clear()
     paths = recent.paths()
-    for number, path in enumerate(paths, 1):
-        label = f"&{number % 10}  {os.path.basename(path)}" if number <= 10 else os.path.basename(path)
+    for number, (path, text) in enumerate(zip(paths, labels(paths)), 1):
+        label = f"&{number % 10}  {text}" if number <= 10 else text
         action = QAction(label, menu)
         action.setToolTip(path)
         action.setStatusTip(path)

@@ -32,6 +32,7 @@ from app.recovery import ask_recover, tell_recovery
 from app.session import Session
 from app.solver_panel import SolverPanel
 from app.status_totals import StatusTotals
+from app.text_selection import TextSelection
 from app.themes import DARK, LIGHT, apply_theme, current_theme
 from proto import caffe_pb2
 from proto.errors import FormatError
@@ -67,6 +68,7 @@ class Workbench(QObject):
         self.inspector = Inspector(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
         self.assumed_shape = AssumedShapeBox(w.graph, w.selection, self.inspector)  # data not here
         self.inspector.layout().insertWidget(2, self.assumed_shape)
+        w.graph.scene.selectionChanged.connect(self._show_generated)  # after the canvas's own handler
         self.solver_panel = SolverPanel(w.doc, w.push, w)
         self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.LeftDockWidgetArea)
         # One column at the right, so the canvas keeps most of a 1280-px window: the prototxt, the
@@ -82,6 +84,9 @@ class Workbench(QObject):
         self.settings = settings
 
         self.find_bar = FindBar(w.editor.edit, w.editor)
+        self.find_bar.searched.connect(w.graph.mark_found)
+        self.find_bar.also_found = lambda pattern: boxes_found(w.graph.mark_found(pattern))
+        self.text_selection = TextSelection(w.editor, w.selection, self)
         w.editor.layout().insertWidget(0, self.find_bar)
         self.totals = StatusTotals(w.doc, w, assumed=lambda: train_assumptions(w.graph))
         w.graph.scene.rebuilt.connect(self.totals.schedule)  # a typed shape changes no document
@@ -110,6 +115,25 @@ class Workbench(QObject):
 
     def opened(self, path: str | os.PathLike[str]) -> None:
         self.recent.add(path)
+
+    def _show_generated(self) -> None:
+        """A Split box alone selected (the Splits view): the inspector says what Caffe added."""
+        scene = self.window.graph.scene
+        if scene._building:
+            return
+        picked = [item for item in scene.selectedItems() if hasattr(item, "node") and hasattr(item, "index")]
+        if len(picked) != 1 or picked[0].node.index is not None:
+            if self.inspector._page_key == ("generated",):
+                self.inspector.refresh()
+            return
+        node = picked[0].node
+        feeds = sorted({e.dst for e in scene.graph.edges if e.src == node.key})
+        blob = node.bottoms[0] if node.bottoms else "?"
+        self.inspector.show_generated(
+            node.layer,
+            f"Caffe inserts this Split because the blob {blob} feeds {len(feeds)} layers "
+            f"({', '.join(feeds)}): each gets its own copy, and their gradients add up.",
+        )
 
     # ---- actions ------------------------------------------------------------------------
     def new_document(self) -> None:
@@ -313,3 +337,8 @@ class Workbench(QObject):
             [w.height() * 55 // 100, w.height() * 45 // 100],
             Qt.Orientation.Vertical,
         )
+
+
+def boxes_found(count: int) -> str:
+    """What the Find bar adds to its count: the boxes ringed on the canvas, when there are any."""
+    return f" · {count} box{'es' * (count != 1)}" if count else ""

@@ -25,6 +25,7 @@ from graph_view.problems import ProblemList
 from graph_view.scene import GraphScene
 from graph_view.toolbar import GraphToolbar
 from graph_view.view import GraphView
+from proto import caffe_pb2
 
 
 class GraphEditor(QWidget):
@@ -118,6 +119,7 @@ class GraphEditor(QWidget):
             self.selection.changed.connect(self._selection_changed)
         if self.controller is not None:
             self.view.layer_dropped.connect(self.controller.add_layer)
+            self.view.drop_refused.connect(self.show_message)
             self.view.rename_finished.connect(self.controller.rename)
             self.view.blob_rename_finished.connect(self.controller.rename_blob)
             self.scene.connect_requested.connect(self.controller.connect)
@@ -204,7 +206,12 @@ class GraphEditor(QWidget):
         g = self.scene.graph
         self.scene.data_hints.recorded.update(g.read_shapes)  # for when the data is gone
         unknown = sum(1 for shapes in g.shapes.values() if None in shapes.tops)
-        text = f"{len(g.layers)} layers · "
+        # Counted as the status bar counts (the document's layers), then what this view adds or leaves out.
+        shown, total = len(g.keys_of_index), len(self.document.net.layer)
+        phase = "TEST" if self.scene.phase == caffe_pb2.TEST else "TRAIN"
+        text = f"{shown} layers" if shown == total else f"{shown} of {total} layers in {phase}"
+        added = len(g.layers) - shown
+        text += f" + {added} Split{'s' * (added != 1)} · " if added > 0 else " · "
         if unknown == len(g.layers) and unknown:
             text += "shapes unknown"
         else:
@@ -336,6 +343,20 @@ class GraphEditor(QWidget):
     def _select_all(self) -> None:
         for item in self.scene.nodes.values():
             item.setSelected(True)
+
+    def mark_found(self, pattern) -> int:
+        """Ring the boxes whose layer name or type matches ``pattern`` (None: none); how many."""
+        found = set()
+        if pattern is not None:
+            for key, item in self.scene.nodes.items():
+                layer = item.node.layer
+                if pattern.search(layer.name) or pattern.search(layer.type):
+                    found.add(key)
+        if found != self.scene.found:
+            self.scene.found = found
+            for item in self.scene.nodes.values():
+                item.update()
+        return len(found)
 
     def reveal(self, key: str) -> None:
         """Select a layer's box (or band) and bring it into view: what a click on a problem does."""

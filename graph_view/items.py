@@ -4,18 +4,21 @@ layers that act on its output drawn as bands below. Items only draw and report g
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 
+from google.protobuf import text_format
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsSceneMouseEvent, QStyleOptionGraphicsItem
 
 from graph_view import style, summary
-from graph_view.graph import Band, Node
+from graph_view.graph import Band, Node, Shape
 from graph_view.ports import BOTTOM, TOP, PortItem
 from graph_view.validation import ERROR, Problem
 
 PAD = 8
+FOUND = "#facc15"  # the ring of a box matching Find
 SIMPLE_ZOOM = 0.55  # below this zoom a box draws as a block with its name (semantic zoom)
 FAR_NAME_PX = 11.0  # the on-screen size of that name
 SPILL = 0.45  # how far into the gaps between boxes a far-out name may reach (of the gap)
@@ -192,6 +195,40 @@ class FoldItem(QGraphicsItem):
         self.parentItem().scene().toggle_expanded(self.parentItem().key)  # type: ignore[attr-defined]
 
 
+_IDENTITY = ("name", "type", "bottom", "top")
+
+
+def _scalar(field, value) -> str:
+    if field.enum_type is not None:
+        return field.enum_type.values_by_number[value].name
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return (
+        f'"{value}"' if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
+    )
+
+
+def set_fields(message, width: int = 100, indent: str = "") -> list[str]:
+    """One line per field set in the prototxt (a layer's name, type, bottom and top aside), as the
+    text reads; a layer's parameter messages list their own fields below them, indented."""
+    lines = []
+    for field, value in message.ListFields():
+        if not indent and field.name in _IDENTITY:
+            continue
+        values = value if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else [value]
+        for item in values:
+            if field.message_type is not None and not indent and field.name.endswith("_param"):
+                lines.append(f"{field.name}:")
+                lines += set_fields(item, width, "  ")
+                continue
+            if field.message_type is not None:
+                text = f"{indent}{field.name} {{ {text_format.MessageToString(item, as_one_line=True)} }}"
+            else:
+                text = f"{indent}{field.name}: {_scalar(field, item)}"
+            lines.append(text if len(text) <= width else text[: width - 1] + "…")
+    return lines
+
+
 def node_lines(node: Node) -> list[tuple[str, str]]:
     """(role, text) lines of the body: settings, weight sharing and lr, parameters and FLOPs."""
     layer = node.layer
@@ -301,7 +338,7 @@ class NodeItem(QGraphicsItem):
         self._ports(downward, dangling)
         self._bands(expanded, problems)
         self.far_name = FarNameItem(self)
-        self.setToolTip(self._tooltip())
+        self.setToolTip(self.tooltip())
 
     @property
     def index(self) -> int | None:
@@ -357,13 +394,27 @@ class NodeItem(QGraphicsItem):
         else:
             self.chips = ChipsItem(self, bands, QRectF(-self.width / 2, top, self.width, style.CHIPS_H))
 
-    def _tooltip(self) -> str:
+    def tooltip(self, bottom_shapes: dict[int, Shape | None] | None = None) -> str:
+        """Name and type; each bottom's and top's shape; params and FLOPs; every field set."""
         layer = self.node.layer
-        lines = [f"{layer.name} ({layer.type})"]
+        where = (
+            "added by Caffe (InsertSplits)" if self.node.generated else f"layer {(self.node.index or 0) + 1}"
+        )
+        lines = [f"{layer.name} ({layer.type}) · {where}"]
+        shapes = bottom_shapes or {}
+        for slot, blob in enumerate(self.node.bottoms):
+            shape = shapes.get(slot)
+            lines.append(f"bottom {blob}: {summary.dims(shape) if shape is not None else 'shape unknown'}")
         for blob, shape in zip(self.node.tops, self.node.top_shapes):
             lines.append(f"top {blob}: {summary.dims(shape) if shape is not None else 'shape unknown'}")
+        stats = summary.stats(self.node.params, self.node.flops)
+        if stats:
+            lines.append(stats)
+        lines += set_fields(layer)
         if self.node.bands:
-            lines.append("in place: " + ", ".join(b.layer.name for b in self.node.bands))
+            lines.append(
+                "in place: " + ", ".join(f"{b.layer.name} ({b.layer.type})" for b in self.node.bands)
+            )
         if self.node.assumed is not None:
             lines.append(f"shapes {self.node.assumed.describe()}")
         return "\n".join([*lines, problem_tip(self.problems)]).strip()
@@ -374,7 +425,9 @@ class NodeItem(QGraphicsItem):
 
     def _paint_simple(self, painter: QPainter, r: QRectF, colour: QColor, lod: float) -> None:
         """Semantic zoom: the block in its family colour (its name is a FarNameItem, drawn over it)."""
-        painter.setPen(QPen(QColor(style.SELECTED), 3 / lod) if self.isSelected() else Qt.PenStyle.NoPen)
+        found = self.key in getattr(self.scene(), "found", ())
+        ring = QColor(style.SELECTED) if self.isSelected() else QColor(FOUND) if found else None
+        painter.setPen(QPen(ring, 4 / lod) if ring is not None else Qt.PenStyle.NoPen)
         painter.setBrush(colour)
         painter.drawRoundedRect(r, 6, 6)
         if self.problems:
@@ -405,6 +458,9 @@ class NodeItem(QGraphicsItem):
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.setPen(outline)
         painter.drawPath(self._card)
+        if self.key in getattr(self.scene(), "found", ()):
+            painter.setPen(QPen(QColor(FOUND), 3))
+            painter.drawPath(self._card.translated(0, 0))
         if self.problems:
             _badge(painter, QPointF(r.right() - 2, r.top() + 2), self.problems)
 

@@ -56,6 +56,7 @@ class GraphScene(QGraphicsScene):
         self._building = False
         self._moved: set[str] = set()
         self.detailed = True  # ports, labels and bands shown (the view turns them off far out)
+        self.found: set[str] = set()  # boxes matching the Find bar's text, ringed
         self.setBackgroundBrush(canvas_colours.background())
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
 
@@ -93,6 +94,11 @@ class GraphScene(QGraphicsScene):
             for stagger, port in enumerate(item.top_ports):
                 shape = node.top_shapes[port.slot] if port.slot < len(node.top_shapes) else None
                 BlobLabel(port, shape, self.downward, stagger, node.assumed is not None)
+        into: dict[str, dict[int, object]] = defaultdict(dict)
+        for edge in self.graph.edges:
+            into[edge.dst][edge.dst_slot] = edge.shape
+        for key, item in self.nodes.items():
+            item.setToolTip(item.tooltip(into[key]))  # type: ignore[arg-type]
         for i, edge in enumerate(self.graph.edges):
             src, dst = self.nodes[edge.src], self.nodes[edge.dst]
             bends = (

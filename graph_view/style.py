@@ -2,7 +2,7 @@
 
 Which family a type belongs to is its engine class's (``Layer.family``). The colours follow what
 Caffe users already read in Netron (data grey, vision blue, neuron red, pooling/normalisation
-green, merge brown) plus loss purple and a neutral grey for the rest.
+green, merge brown, Caffe's Split teal) plus loss purple and a neutral grey for the rest.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ POOLING = Family("pooling", "#2e7d4f", "#dcefe3")
 NORMALISATION = Family("normalisation", POOLING.colour, POOLING.tint)  # Netron's green for both
 RECURRENT = Family("recurrent", VISION.colour, VISION.tint)  # layers with weights, as vision's
 STRUCTURE = Family("structure", "#7a5230", "#efe5da")  # Netron's merge brown
+SPLIT = Family("split", "#2b7a8c", "#dcedf1")  # Caffe's fan-out copies: not a merge, so not brown
 LOSS = Family("loss", "#6b3fa0", "#ebe1f6")
 OTHER = Family("other", "#47505c", "#e5e7eb")
 UNKNOWN = Family("unknown", "#9aa1ab", "#f1f2f4")
@@ -38,6 +39,8 @@ def family(layer_type: str, known: bool = True) -> Family:
     cls = find_layer_class(layer_type) if known else None
     if cls is None:
         return UNKNOWN
+    if layer_type == "Split":
+        return SPLIT
     return _BY_NAME.get(cls.family, OTHER)
 
 

@@ -35,6 +35,7 @@ class GraphView(QGraphicsView):
     rename_finished = Signal(str, str)  # node key, new name
     blob_rename_finished = Signal(str, str)  # old blob name, new name (as typed: may be empty)
     viewport_changed = Signal()
+    drop_refused = Signal(str)  # why a layer dropped here is not added
 
     def __init__(self, scene: GraphScene, parent: QWidget | None = None) -> None:
         super().__init__(scene, parent)
@@ -216,22 +217,33 @@ class GraphView(QGraphicsView):
         self.viewport_changed.emit()
 
     # ---- dropping a layer type --------------------------------------------------------------
+    def _takes(self, event: QDragEnterEvent | QDragMoveEvent | QDropEvent) -> bool:
+        """A layer type, over a canvas that edits (the Splits view takes it only to say why not)."""
+        return event.mimeData().hasFormat(MIME_LAYER_TYPE) and self.graph_scene.editing
+
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if event.mimeData().hasFormat(MIME_LAYER_TYPE) and self.graph_scene.editable:
+        if self._takes(event):
             event.acceptProposedAction()
         else:
             event.ignore()
 
     def dragMoveEvent(self, event: QDragMoveEvent) -> None:
-        if event.mimeData().hasFormat(MIME_LAYER_TYPE) and self.graph_scene.editable:
+        if self._takes(event):
             event.acceptProposedAction()
         else:
             event.ignore()
 
     def dropEvent(self, event: QDropEvent) -> None:
         data = event.mimeData()
-        if not data.hasFormat(MIME_LAYER_TYPE) or not self.graph_scene.editable:
+        if not self._takes(event):
             event.ignore()
+            return
+        if not self.graph_scene.editable:
+            event.ignore()
+            self.drop_refused.emit(
+                "The Splits view shows the net as Caffe runs it and is read-only: "
+                "switch Splits off to add a layer"
+            )
             return
         layer_type = bytes(data.data(MIME_LAYER_TYPE).data()).decode("utf-8").strip()
         event.acceptProposedAction()

@@ -43,7 +43,10 @@ class WireItem(QGraphicsPathItem):
         self.hover = False
         shape = summary.dims(edge.shape) if edge.shape is not None else "shape unknown"
         late = "\nproduced only later: Caffe runs layers in file order" if edge.late else ""
-        self.setToolTip(f"{edge.blob}  {shape}{late}")
+        self.setToolTip(
+            f"blob {edge.blob}: {shape}{late}\nfrom {src.node.node.layer.name} (top {edge.src_slot}) "
+            f"to {dst.node.node.layer.name} (bottom {edge.dst_slot})"
+        )
         self.update_path()
 
     @property

@@ -8,16 +8,27 @@ panel is on screen and the net, the phase, the seed or a choice changes.
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetricsF, QPalette
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app import trust
-from app.document import NET_KINDS, Change, Document
+from app.document import NET_KINDS, Change, Document, Kind
 from app.fillers.jobs import Jobs
 from app.fillers.netstart import CHOICES, Probe, probe, verdict
 from app.plot_palette import follow_palette
@@ -106,11 +117,12 @@ class NetStartPanel(QWidget):
                 self.summary.setText(self._summary_html(self.results))
 
     def _make_widgets(self) -> None:
-        intro = QLabel(
+        # One line (the plots need the column's height); the whole explanation on hover.
+        intro = QLabel("One batch through the fresh net: each layer's output and gradient", self)
+        intro.setToolTip(
             "One batch forward and backward through the freshly initialised net: per layer, the std and "
             "the mean of its output and the norm of the gradient reaching it. Lines that fall or climb "
-            "steeply from layer to layer mean a signal that vanishes or explodes before training starts.",
-            self,
+            "steeply from layer to layer mean a signal that vanishes or explodes before training starts."
         )
         intro.setWordWrap(True)
         intro.setObjectName("netStartIntro")  # colours: the application theme (app.themes)
@@ -153,6 +165,7 @@ class NetStartPanel(QWidget):
         second.addStretch(1)
 
         self.view = pg.GraphicsLayoutWidget(self)
+        self.view.setMinimumHeight(70 * len(PLOTS))  # each plot keeps room for its axis label
         self.view.setBackground("w")
         self.axes: list[LayerAxis] = []
         self.plots: list[pg.PlotItem] = []
@@ -192,7 +205,17 @@ class NetStartPanel(QWidget):
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
 
-        layout = QVBoxLayout(self)
+        # In a scroll area: a short dock scrolls rather than squeezing the plots under the texts.
+        body = QWidget(self)
+        body.setObjectName("netStartBody")
+        scroll = QScrollArea(self)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        layout = QVBoxLayout(body)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.addWidget(intro)
         layout.addLayout(controls)
@@ -200,11 +223,24 @@ class NetStartPanel(QWidget):
         layout.addWidget(self.source)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.summary)
+        scroll.setWidget(body)
+        body.setAutoFillBackground(False)
+        scroll.viewport().setAutoFillBackground(False)
 
     # ---- when to run --------------------------------------------------------------------------
     def _on_doc(self, change: Change) -> None:
+        if change.kind == Kind.NET_LOADED:
+            self._forget()  # another net: the last one's curves and verdicts say nothing of it
         if change.kind in NET_KINDS:
             self._schedule()
+
+    def _forget(self) -> None:
+        self.results = None
+        for curves in self.curves.values():
+            for curve in curves:
+                curve.setData([], [])
+        self.source.setText("")
+        self.summary.setText(f"Running {html.escape(self.doc.net.name or 'the net')}…")
 
     def _set_phase(self, i: int) -> None:
         self.phase = caffe_pb2.TRAIN if i == 0 else caffe_pb2.TEST

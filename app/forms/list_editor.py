@@ -3,11 +3,12 @@
 One line per element with a remove button, and an add button below. Any change commits the
 whole list at once (``committed(list)``), which a command sets in one undoable step. A new
 element starts as a copy of the last one (or the field's default), so adding a second
-``kernel_size`` gives ``3, 3`` ready to edit.
+``kernel_size`` gives ``3, 3`` ready to edit; a new ``top`` gets a blob name nothing uses yet.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -92,7 +93,17 @@ class ListEditor(QWidget):
     # ---- edits ------------------------------------------------------------------------
     def add(self) -> None:
         new = self._values[-1] if self._values else self._fresh()
+        if self.field.name == "top":  # a new top is a new blob: a name no layer uses yet
+            new = self._unused(str(new) or "top")
         self.committed.emit([*self._values, new])
+
+    def _unused(self, like: str) -> str:
+        taken = {*self._values, *(self._completions() if self._completions is not None else ())}
+        stem = re.sub(r"_?\d+$", "", like) or like
+        number = 1
+        while f"{stem}_{number}" in taken:
+            number += 1
+        return f"{stem}_{number}"
 
     def remove(self, index: int) -> None:
         self.committed.emit([v for i, v in enumerate(self._values) if i != index])

@@ -62,6 +62,13 @@ class LayerHeader(QFrame):
         self.badge.setText(phase)
         self.badge.setVisible(bool(phase))
 
+    def show_generated(self, layer: caffe_pb2.LayerParameter) -> None:
+        self.stripe.setStyleSheet(f"background: {colour_of(layer.type)}; border-radius: 2px;")
+        self.title.setText(layer.name)
+        self.subtitle.setText(f"{layer.type} · added by Caffe, not in the prototxt (read-only)")
+        self.setToolTip(DESCRIPTIONS.get(layer.type, ""))
+        self.badge.setVisible(False)
+
     def show_net(self, net: caffe_pb2.NetParameter) -> None:
         self.stripe.setStyleSheet("background: palette(mid); border-radius: 2px;")
         self.title.setText(net.name or "(unnamed net)")

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QTimer, Signal
+from google.protobuf import text_format
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.commands import Command, CommandError
@@ -115,6 +116,13 @@ class Inspector(QWidget):
         self.stray.setText(f"Also set, but not read by {layer.type}: {', '.join(stray)}" if stray else "")
         self.stray.setVisible(bool(stray))
 
+    def show_generated(self, layer: caffe_pb2.LayerParameter, note: str) -> None:
+        """A layer Caffe adds itself (a Split in the Splits view): what it is, read-only."""
+        self._ensure_page(("generated",))
+        self._shown_index = None
+        self.header.show_generated(layer)
+        self.generated_text.setText(f"{note}\n\n{text_format.MessageToString(layer).strip()}")
+
     def form_for(self, path: str) -> MessageForm:
         """The form that edits ``path`` on this page (``convolution_param.num_output`` -> its section)."""
         head = path.split(".")[0]
@@ -137,7 +145,13 @@ class Inspector(QWidget):
         layout = QVBoxLayout(page)
         layout.setContentsMargins(12, 8, 12, 12)
         layout.setSpacing(6)
-        if key[0] == "net":
+        if key[0] == "generated":
+            self.generated_text = QLabel(page)
+            self.generated_text.setObjectName("inspectorNote")
+            self.generated_text.setWordWrap(True)
+            self.generated_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            layout.addWidget(self.generated_text)
+        elif key[0] == "net":
             self._section(
                 layout,
                 "net",

@@ -38,14 +38,14 @@ def test_ctrl_f_finds_and_steps_through_matches(qtbot, window):
     assert bar.isVisible() and bar.find_field.hasFocus() and not bar.replace_field.isVisible()
     qtbot.keyClicks(bar.find_field, "conv")
     found = bar.matches()
-    assert len(found) == 9 and bar.count.text() == "1 of 9"  # names, blobs, types, convolution_param
+    assert len(found) == 9 and bar.count.text() == "1 of 9 · 2 boxes"  # text; conv1, conv2 ringed
     assert edit.textCursor().selectedText() == "conv" and edit.textCursor().selectionStart() == found[0][0]
     qtbot.keyClick(bar.find_field, Qt.Key.Key_Return)
-    assert bar.count.text() == "2 of 9"
+    assert bar.count.text() == "2 of 9 · 2 boxes"
     qtbot.keyClick(bar.find_field, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    assert bar.count.text() == "1 of 9"
+    assert bar.count.text() == "1 of 9 · 2 boxes"
     qtbot.keyClick(bar.find_field, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)  # wraps to the last
-    assert bar.count.text() == "9 of 9"
+    assert bar.count.text() == "9 of 9 · 2 boxes"
     highlighted = [s for s in edit.extraSelections() if s.format.property(bar_tag())]
     assert len(highlighted) == 9
 

@@ -21,7 +21,8 @@ def window(qtbot):
     w.resize(1280, 800)
     w.show()
     qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes) and not w.graph._fit_pending)
+    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
+    w.graph.sync()
     yield w
     w.training.shutdown()
 

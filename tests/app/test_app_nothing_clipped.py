@@ -1,0 +1,100 @@
+"""Nothing clipped at 1280x800: every visible label in the window shows its whole text, or, where
+it must be shortened, says it whole on hover. The walk covers what a new user opens first: LeNet,
+the GoogLeNet-style example, the siamese net, the Initialisation tab and the Splits view."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QWidget
+
+from app.files import EXAMPLES
+from app.main_window import MainWindow
+
+
+def plain(label: QLabel) -> str:
+    text = label.text()
+    if label.textFormat() == Qt.TextFormat.RichText or (
+        label.textFormat() == Qt.TextFormat.AutoText and re.search(r"<[a-zA-Z/!][^>]*>", text)
+    ):
+        doc = QTextDocument()
+        doc.setHtml(text)
+        return doc.toPlainText()
+    return text
+
+
+def clipped(root: QWidget) -> list[str]:
+    """Visible labels whose text does not fit them and that have no tooltip to say it whole."""
+    found = []
+    for label in root.findChildren(QLabel):
+        text = plain(label)
+        if not label.isVisible() or not text.strip() or label.toolTip() or label.pixmap().isNull() is False:
+            continue
+        if label.visibleRegion().isEmpty():  # scrolled away, or under a tab not shown: not on screen
+            continue
+        room = label.contentsRect()
+        if label.wordWrap():
+            short = label.heightForWidth(label.width()) > label.height() + 1
+        else:
+            metrics = label.fontMetrics()
+            wide = max(metrics.horizontalAdvance(line) for line in text.split("\n"))
+            short = wide > room.width() + 1 or metrics.height() * len(text.split("\n")) > room.height() + 2
+        if short:
+            found.append(f"{label.objectName() or type(label.parent()).__name__}: {text!r}")
+    for button in root.findChildren(QAbstractButton):  # the toolbars' and panels' buttons too
+        text = button.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
+        if not button.isVisible() or not text.strip() or button.visibleRegion().isEmpty():
+            continue
+        if button.width() + 2 < button.sizeHint().width() and not button.toolTip():
+            found.append(f"{button.objectName() or type(button).__name__}: {text!r}")
+    return found
+
+
+def open_at_1280(qtbot, path) -> MainWindow:
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.ask_unsaved_changes = lambda *args: "discard"
+    assert w.open_file(path)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
+    w.graph.sync()
+    qtbot.waitUntil(lambda: w.workbench.totals.text() != "measuring…", timeout=30000)
+    return w
+
+
+def settle(qtbot, window) -> None:
+    """Until the panels' pending runs are done and shown (their timers idle, no job in flight)."""
+    fillers, start = window.filler_dock.widget(), window.net_start_dock.widget()
+
+    def idle() -> bool:
+        timers = (fillers._timer, start._timer, window.graph._timer)
+        jobs = (fillers.build_jobs, fillers.preview_jobs, start.jobs)
+        return not any(t.isActive() for t in timers) and not any(j.busy for j in jobs)
+
+    qtbot.waitUntil(idle, timeout=120000)  # a net-start run on the inception net, on a busy machine
+    QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)  # the layouts follow the new texts
+
+
+@pytest.mark.parametrize("net", ["mnist/lenet_solver.prototxt", "inception.prototxt", "siamese.prototxt"])
+def test_no_label_is_clipped_without_its_full_text_on_hover(qtbot, net):
+    window = open_at_1280(qtbot, EXAMPLES / net)
+    settle(qtbot, window)
+    assert clipped(window) == []
+    layer = next(
+        i for i, layer in enumerate(window.doc.net.layer) if layer.type in ("Convolution", "InnerProduct")
+    )
+    window.selection.select(layer)  # the inspector's forms, weight_filler among them
+    settle(qtbot, window)
+    assert clipped(window) == []
+    window.filler_dock.raise_()  # the Initialisation tab on a layer with weights
+    settle(qtbot, window)
+    assert clipped(window) == []
+    window.graph.set_splits(True)  # the Splits view and its read-only note
+    settle(qtbot, window)
+    assert clipped(window) == []
+    window.training.shutdown()
