@@ -5,7 +5,7 @@ Its colours follow the application palette (a light or a dark theme), as the can
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QRect, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QWidget
 
@@ -38,7 +38,11 @@ class ProblemList(QListWidget):
         super().__init__(parent)
         self.setObjectName("problemList")
         self.setFrameShape(QListWidget.Shape.NoFrame)
-        self.setUniformItemSizes(True)
+        self.setViewportMargins(8, 0, 8, 0)
+        self.setWordWrap(True)  # a long message wraps: the whole of it reads without scrolling sideways
+        self.setResizeMode(QListWidget.ResizeMode.Adjust)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.problems: list[Problem] = []
         self._colours = _LIGHT
         self._follow_palette()
@@ -50,7 +54,7 @@ class ProblemList(QListWidget):
         colours = _DARK if canvas_colours.is_dark() else _LIGHT
         sheet = (
             f"QListWidget#problemList {{ background: {colours[0]}; border-top: 1px solid {colours[1]}; }}"
-            "QListWidget#problemList::item { padding: 3px 8px; }"
+            "QListWidget#problemList::item { padding: 3px 0px; }"  # the sides: the viewport's margins
         )
         if sheet != self.styleSheet():
             self.setStyleSheet(sheet)
@@ -73,6 +77,20 @@ class ProblemList(QListWidget):
             item.setToolTip(caffe10.TOOLTIP if p.severity == NEWER else p.message)
             item.setForeground(QColor(self._colours[2] if p.severity == ERROR else self._colours[3]))
             self.addItem(item)
-        rows = min(len(problems), 5)
-        self.setFixedHeight(rows * 24 + 6 if rows else 0)
         self.setVisible(bool(problems))
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """As tall as the first five problems, each wrapped to the list's width."""
+        rows = min(self.count(), 5)
+        room = QRect(0, 0, max(self.viewport().width() - 4, 100), 10000)
+        metrics = self.fontMetrics()
+        flags = int(Qt.TextFlag.TextWordWrap)
+        height = sum(metrics.boundingRect(room, flags, self.item(i).text()).height() + 8 for i in range(rows))
+        self.setFixedHeight(min(height + 6, 200) if rows else 0)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.doItemsLayout()  # the rows wrap again at the new width
+            self._fit_height()

@@ -128,6 +128,10 @@ class GraphScene(QGraphicsScene):
             dst_dx = sizes[e.dst][0] * ((e.dst_slot + 1) / (len(dst.bottoms) + 1) - 0.5)
             edges.append(LayoutEdge(e.src, e.dst, src_dx, dst_dx, (e.src, e.src_slot)))
         key = (tuple(sizes.items()), tuple(edges), self.downward)
+        held = self._layout.positions
+        if key != self._layout_key and self.graph.dangling and set(held) == set(self.graph.nodes):
+            # A bottom names no blob yet (being typed): the boxes stay put, wires go straight.
+            return Layout(dict(held), [[] for _ in edges], dict(self._layout.ranks))
         if key != self._layout_key:  # an edit of settings alone keeps the layout
             self._layout = layered(
                 list(self.graph.nodes),
