@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 
@@ -31,20 +34,21 @@ class Group(QFrame):
         self.header.setChecked(expanded)
         self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.header.setAutoRaise(True)
-        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.header.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.header.toggled.connect(self.set_expanded)
-        self.summary = QLabel(self)
+        self.summary = _Summary(self)
         self.summary.setObjectName("groupSummary")
         # A long summary ("lr_mult 1.0, decay_mult 1.0") elides rather than widening the inspector.
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.summary.setMinimumWidth(40)
+        self.summary.setMinimumWidth(0)
+        self.summary.clicked = self.header.toggle  # the rest of the header's row opens it too
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
         bar.setSpacing(2)
-        bar.addWidget(self.header, 1)
-        bar.addWidget(self.summary)
+        bar.addWidget(self.header)
+        bar.addWidget(self.summary, 1)
         self.clear_button = self._button(
             bar, "↺", "Reset to the default (remove from the prototxt)", clearable
         )
@@ -84,9 +88,41 @@ class Group(QFrame):
             return
         self.header.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow)
         self.body.setVisible(expanded)
+        self.summary.setVisible(not expanded)  # open, the fields say it themselves
 
     def set_summary(self, text: str) -> None:
-        self.summary.setText(text)
+        self.summary.set_full_text(text)
 
     def add_widget(self, widget: QWidget) -> None:
         self.body_layout.addWidget(widget)
+
+
+class _Summary(QLabel):
+    """The header's summary: drawn cut to its room with "…", and said whole on hover when cut
+    (``text()`` stays whole)."""
+
+    clicked: Callable[[], object] = staticmethod(lambda: None)
+
+    def mousePressEvent(self, event) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.clicked()
+        super().mousePressEvent(event)
+
+    def set_full_text(self, text: str) -> None:
+        self.setText(text)
+        self._tip()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._tip()
+
+    def _tip(self) -> None:
+        cut = self.fontMetrics().horizontalAdvance(self.text()) > self.contentsRect().width()
+        self.setToolTip(self.text() if cut else "")
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        room = self.contentsRect()
+        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, room.width())
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(room, int(self.alignment() | Qt.AlignmentFlag.AlignVCenter), shown)
