@@ -69,6 +69,8 @@ class Workbench(QObject):
         self.assumed_shape = AssumedShapeBox(w.graph, w.selection, self.inspector)  # data not here
         self.inspector.layout().insertWidget(2, self.assumed_shape)
         w.graph.scene.selectionChanged.connect(self._show_generated)  # after the canvas's own handler
+        bar = w.statusBar()  # a message cut by the totals beside it is whole on hover
+        bar.messageChanged.connect(lambda message: bar.setToolTip(message))
         self.solver_panel = SolverPanel(w.doc, w.push, w)
         self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.LeftDockWidgetArea)
         # One column at the right, so the canvas keeps most of a 1280-px window: the prototxt, the

@@ -89,7 +89,7 @@ class FillerRow(QFrame):
         grid.addWidget(self.radio, 0, 0)
         grid.addWidget(self.type_combo, 0, 1, 1, 2, Qt.AlignmentFlag.AlignRight)
         grid.addWidget(self.shape, 1, 1, 1, 2)  # its own line: a long shape never squeezes the filler
-        grid.addLayout(self.fields, 2, 1, 1, 2)
+        grid.addLayout(self.fields, 2, 0, 1, 3)  # from the left edge: two fields fit a narrow dock
         grid.addWidget(self.hint, 3, 1, 1, 2)
         grid.setColumnStretch(1, 1)
         if slot.path is None:

@@ -9,7 +9,15 @@ import re
 import pytest
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QTextDocument
-from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QWidget,
+)
 
 from app.files import EXAMPLES
 from app.main_window import MainWindow
@@ -50,6 +58,21 @@ def clipped(root: QWidget) -> list[str]:
             continue
         if button.width() + 2 < button.sizeHint().width() and not button.toolTip():
             found.append(f"{button.objectName() or type(button).__name__}: {text!r}")
+    for field in (
+        root.findChildren(QAbstractSpinBox) + root.findChildren(QLineEdit) + root.findChildren(QComboBox)
+    ):
+        if (
+            not field.isVisible()
+            or field.visibleRegion().isEmpty()
+            or isinstance(field.parent(), QAbstractSpinBox)
+        ):
+            continue
+        shown = field.visibleRegion().boundingRect()
+        if shown.width() < field.width() - 1 and not isinstance(field.parent(), QComboBox):
+            found.append(
+                f"{field.objectName() or type(field).__name__}: "
+                f"cut at the side ({shown.width()} of {field.width()} px)"
+            )
     return found
 
 
@@ -80,7 +103,9 @@ def settle(qtbot, window) -> None:
     QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)  # the layouts follow the new texts
 
 
-@pytest.mark.parametrize("net", ["mnist/lenet_solver.prototxt", "inception.prototxt", "siamese.prototxt"])
+@pytest.mark.parametrize(
+    "net", ["mnist/lenet_solver.prototxt", "inception.prototxt", "siamese.prototxt", "mlp_solver.prototxt"]
+)
 def test_no_label_is_clipped_without_its_full_text_on_hover(qtbot, net):
     window = open_at_1280(qtbot, EXAMPLES / net)
     settle(qtbot, window)
@@ -95,6 +120,25 @@ def test_no_label_is_clipped_without_its_full_text_on_hover(qtbot, net):
     settle(qtbot, window)
     assert clipped(window) == []
     window.graph.set_splits(True)  # the Splits view and its read-only note
+    settle(qtbot, window)
+    assert clipped(window) == []
+    window.training.shutdown()
+
+
+GAUSSIAN = """name: "quick"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 3 dim: 32 dim: 32 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 32 pad: 2 kernel_size: 5
+    weight_filler { type: "gaussian" std: 0.0001 } bias_filler { type: "constant" } } }
+"""
+
+
+def test_the_gaussian_fillers_fields_fit_the_initialisation_tab(qtbot, tmp_path):
+    path = tmp_path / "quick.prototxt"  # CIFAR-10 quick's first layer: mean, std and sparse
+    path.write_text(GAUSSIAN)
+    window = open_at_1280(qtbot, path)
+    window.selection.select(1)
+    window.filler_dock.raise_()
     settle(qtbot, window)
     assert clipped(window) == []
     window.training.shutdown()

@@ -178,3 +178,11 @@ def test_how_the_net_starts_drops_the_last_nets_verdict_when_another_opens(qtbot
     assert "could not run" not in start.summary.text() and "Running LeNet" in start.summary.text()
     qtbot.waitUntil(lambda: start.results is not None, timeout=60000)
     assert all(r.error is None for r in start.results) and "could not run" not in start.summary.text()
+
+
+def test_the_status_bars_message_is_whole_on_hover(qtbot, window, tmp_path):
+    long_name = "examples_siamese_mnist_siamese_train_test_with_a_long_name.prototxt"
+    (tmp_path / long_name).write_text((EXAMPLES / "mnist" / "lenet.prototxt").read_text())
+    assert window.open_file(tmp_path / long_name)
+    bar = window.statusBar()
+    assert bar.currentMessage() == f"Opened net {long_name}" and bar.toolTip() == bar.currentMessage()
