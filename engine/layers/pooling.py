@@ -253,7 +253,7 @@ class PoolingLayer(Layer):
         elif self.method == P.MAX and self.fast == "kernel":
             kernels.max_pool_backward(dy, self.index, bottom[0].diff, self.kernel, self.stride, self.pad)
         elif self.method == P.MAX and self.fast == "cpu":
-            self.cpu_max_backward(dy, bottom[0])
+            self.cpu_max.backward(dy, bottom[0].diff, self.pad)
         elif self.method == P.MAX or self.phase == caffe_pb2.TRAIN:
             self.unpatch(self.chosen(dy), bottom[0])
         else:  # d/dx_j of sum(x^2) / sum(x) = (2 x_j - y) / sum(x)
@@ -267,15 +267,6 @@ class PoolingLayer(Layer):
             self.index = self.workspace.get("index", (*x.shape[:2], *self.pooled), np.int32, self.xp)
             return "kernel"
         return "cpu" if self.xp is np else None
-
-    def cpu_max_backward(self, dy: Any, bottom: Blob) -> None:
-        direct = self.frame == self.size and not any(self.pad)
-        shape = (*dy.shape[:2], *self.frame)
-        frame_diff = bottom.diff if direct else self.workspace.get("frame_diff", shape, self.dtype, np)
-        self.cpu_max.backward(dy, frame_diff)
-        if not direct:
-            bottom.diff[...] = 0
-            bottom.diff[self.frame_in_image()] = frame_diff[self.image_in_frame()]
 
     def mask(self) -> Any:
         """Caffe's MAX mask: the flat index h W + w of each chosen element, -1 where none was."""

@@ -7,8 +7,8 @@ strided views of the padded frame (N, C, FH, FW) (-inf in the padding):
           pw stride_w + j (``row_max`` (N, C, FH, PW), ``across`` the winning j);
   down:   for every output, the best of the kh row maxima at rows ph stride_h + i (``down``: i).
 The first row holding the window's maximum, then the first column of it in that row, is the
-window's first maximum in raster order. Backward sends dy down the same two steps, each a masked
-add per candidate (windows that overlap add onto the same row maxima and pixels). Choices are int8.
+window's first maximum in raster order. Choices are int8; backward turns them into the chosen
+pixels' flat indices and adds dy there in the outputs' raster order (overlapping windows sum).
 Images are independent: ranges of them run on engine.parallel's threads.
 """
 
@@ -60,7 +60,7 @@ class MaxPool:
         self.live = get("live", (n, c, ph, pw), bool, np)
         self.scratch = {
             f"{name}_{size}": get(f"{name}_{size}", (n, c, rows, pw), kind, np)
-            for name, kind in (("greater", bool), ("scaled", np.int8), ("mask", bool))
+            for name, kind in (("greater", bool), ("scaled", np.int8))
             for size, rows in (("rows", fh), ("out", ph))
         }
         self.diffs = (get("live_dy", (n, c, ph, pw), dtype, np), get("row_diff", (n, c, fh, pw), dtype, np))
@@ -91,33 +91,35 @@ class MaxPool:
 
         parallel.run(images, y.shape[0], np, parallel.grain(framed[0:1].size))
 
-    def backward(self, dy: Any, frame_diff: Any) -> None:
-        """frame_diff (N, C, FH, FW) = dy sent to each window's chosen element (summed where they meet)."""
-        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
-        live_dy, row_diff = self.diffs
+    def backward(self, dy: Any, diff: Any, pad: Any) -> None:
+        """diff (N, C, H, W) = dy added onto each window's chosen element, one output at a time in
+        raster order as Caffe's loop (``add.at`` of the chosen elements' flat indices)."""
+        n, c, height, width = diff.shape
+        live_dy = self.diffs[0]
+        np.multiply(dy, self.live, out=live_dy)  # a window that chose nothing sends nothing
 
         def images(start: int, stop: int) -> None:
             s = slice(start, stop)
-            np.multiply(dy[s], self.live[s], out=live_dy[s])
-            row_diff[s] = 0
-            self.send(live_dy[s], self.down[s], candidates(row_diff[s], kh, sh, ph, -2), "out", s)
-            frame_diff[s] = 0
-            self.send(row_diff[s], self.across[s], candidates(frame_diff[s], kw, sw, pw, -1), "rows", s)
+            h, w = self.chosen(pad, s)
+            at = np.where(self.live[s], h * width + w, 0)  # in the image; 0 where no choice (adds 0)
+            at += np.arange((stop - start) * c).reshape(stop - start, c, 1, 1) * (height * width)
+            part = diff[s]
+            part[...] = 0
+            np.add.at(part.reshape(-1), at.reshape(-1), live_dy[s].reshape(-1))
 
-        parallel.run(images, dy.shape[0], np, parallel.grain(frame_diff[0:1].size))
+        parallel.run(images, n, np, parallel.grain(diff[0:1].size))
 
-    def send(self, values: Any, choice: Any, targets: list[Any], rows: str, s: slice) -> None:
-        """targets[k] += values where ``choice`` is k."""
-        mask, spread = self.part("mask", rows, s), self.spread[0 if rows == "out" else 1][s]
-        for k, target in enumerate(targets):
-            np.equal(choice, k, out=mask)
-            target += np.multiply(values, mask, out=spread)
+    def chosen(self, pad: Any, s: slice = slice(None)) -> tuple[Any, Any]:
+        """The image row and column of each window's choice, for images ``s`` (meaningful where ``live``)."""
+        (kh, _), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
+        down = self.down[s]
+        column = np.choose(
+            down, candidates(self.across[s], kh, sh, ph, -2)
+        )  # across's pick in the chosen row
+        row = np.arange(ph, dtype=np.intp).reshape(-1, 1) * sh - pad[0] + down
+        return row, np.arange(pw, dtype=np.intp) * sw - pad[1] + column
 
     def mask(self, size: Any, pad: Any) -> Any:
         """Caffe's second top: the flat index h W + w of each window's choice in the image, -1 for none."""
-        (sh, sw), (ph, pw) = self.stride, self.pooled
-        row = np.arange(ph).reshape(-1, 1) * sh + self.down  # the chosen row, in the frame
-        column = np.take_along_axis(self.across, row.astype(np.intp), axis=2)
-        h = row - pad[0]
-        w = np.arange(pw) * sw - pad[1] + column
+        h, w = self.chosen(pad)
         return np.where(self.live, h * size[1] + w, -1)
