@@ -32,12 +32,23 @@ def candidates(a: Any, count: int, stride: int, pooled: int, axis: int) -> list[
     return views
 
 
-def first_max(values: list[Any], best: Any, choice: Any, greater: Any, scaled: Any) -> None:
+def first_max(
+    values: list[Any], best: Any, choice: Any, greater: Any, scaled: Any, clean: bool = False
+) -> None:
     """best = Caffe's max over ``values`` (from -FLT_MAX, strictly greater wins), choice = the
-    index of the first maximum (0 where nothing beat -FLT_MAX)."""
-    np.fmax(values[0], LOWEST, out=best)  # fmax passes NaN over
-    choice[...] = 0
-    for k in range(1, len(values)):
+    index of the first maximum (0 where nothing beat -FLT_MAX). ``clean``: the values are earlier
+    maxima (no NaN, none below -FLT_MAX), so the first needs no comparison with -FLT_MAX."""
+    if len(values) == 1:
+        np.fmax(values[0], LOWEST, out=best)  # fmax passes NaN over
+        choice[...] = 0
+        return
+    first = values[0]
+    if not clean:
+        first = np.fmax(first, LOWEST, out=best)
+    np.greater(values[1], first, out=greater)
+    np.fmax(first, values[1], out=best)
+    np.copyto(choice, greater)
+    for k in range(2, len(values)):
         np.greater(values[k], best, out=greater)
         np.fmax(best, values[k], out=best)
         # where(greater, k, choice) as max(choice, greater k): every earlier choice is below k
@@ -86,7 +97,9 @@ class MaxPool:
                 self.part("scaled", "rows", s),
             )
             down = candidates(self.row_max[s], kh, sh, ph, -2)
-            first_max(down, y[s], self.down[s], self.part("greater", "out", s), self.part("scaled", "out", s))
+            first_max(
+                down, y[s], self.down[s], self.part("greater", "out", s), self.part("scaled", "out", s), True
+            )
             np.greater(y[s], LOWEST, out=self.live[s])  # a window of -inf / NaN only: no choice, no gradient
 
         parallel.run(images, y.shape[0], np, parallel.grain(framed[0:1].size))
@@ -113,9 +126,10 @@ class MaxPool:
         """The image row and column of each window's choice, for images ``s`` (meaningful where ``live``)."""
         (kh, _), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
         down = self.down[s]
-        column = np.choose(
-            down, candidates(self.across[s], kh, sh, ph, -2)
-        )  # across's pick in the chosen row
+        rows = candidates(self.across[s], kh, sh, ph, -2)
+        column = rows[0].copy()  # across's pick in the chosen row (arithmetic: np.choose is slower)
+        for i in range(1, kh):
+            column += (down == i) * (rows[i] - rows[0])
         row = np.arange(ph, dtype=np.intp).reshape(-1, 1) * sh - pad[0] + down
         return row, np.arange(pw, dtype=np.intp) * sw - pad[1] + column
 
