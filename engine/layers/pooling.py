@@ -14,9 +14,10 @@ ph stride_h - pad_h .. + kernel_h, clipped to the image.
        non-negative) and passes the gradient to it; TEST outputs sum(x^2) / sum(x).
 In general the windows are gathered as patches (K, N, C, PH, PW) and reduced over K: a reshape when the
 windows tile the image (stride = kernel, global pooling, SPP), else one strided slice per kernel offset.
-That is the reference path. MAX has a faster one on each device: on the GPU, fused kernels
-(engine.kernels) that keep an int32 argmax; on the CPU, two tournaments over strided views of the
-frame, without patch or index arrays (engine.layers.pooling_cpu).
+That is the reference path (AVE's on the GPU; on the CPU AVE sums along window rows, then down
+them, over strided views: engine.layers.pooling_cpu). MAX has a faster one on each device: on the
+GPU, fused kernels (engine.kernels) that keep an int32 argmax; on the CPU, two tournaments over
+strided views of the frame, without patch or index arrays (engine.layers.pooling_cpu).
 """
 
 from __future__ import annotations
@@ -225,6 +226,12 @@ class PoolingLayer(Layer):
             y[...] = best
             if len(top) > 1:
                 top[1].data[...] = self.mask()
+        elif self.method == P.AVE and xp is np:  # separable sums of strided views (pooling_cpu)
+            row_sum = self.workspace.get(
+                "row_sum", (*x.shape[:2], self.frame[0], self.pooled[1]), self.dtype, np
+            )
+            geometry = (self.kernel, self.stride, self.pooled, self.divisor)
+            pooling_cpu.ave_forward(self.framed(x, 0), *geometry, y, row_sum)
         elif self.method == P.AVE:
             with np.errstate(invalid="ignore", divide="ignore"):  # Caffe's 0 / 0 of empty windows
                 xp.divide(self.patches(self.framed(x, 0)).sum(axis=0), self.divisor, out=y)
@@ -245,7 +252,16 @@ class PoolingLayer(Layer):
         if not propagate_down[0]:
             return
         xp, dy = self.xp, top[0].diff
-        if self.method == P.AVE:
+        if self.method == P.AVE and xp is np:
+            n, c = dy.shape[:2]
+            ws = self.workspace
+            frame_diff = ws.get("frame_diff", (n, c, *self.frame), self.dtype, np)
+            row_diff = ws.get("row_diff", (n, c, self.frame[0], self.pooled[1]), self.dtype, np)
+            geometry = (self.kernel, self.stride, self.pooled, self.divisor)
+            pooling_cpu.ave_backward(dy, *geometry, frame_diff, row_diff)
+            bottom[0].diff[...] = 0
+            bottom[0].diff[self.frame_in_image()] = frame_diff[self.image_in_frame()]
+        elif self.method == P.AVE:
             k = self.kernel[0] * self.kernel[1]
             with np.errstate(invalid="ignore", divide="ignore"):  # empty windows reach no pixel
                 share = dy / self.divisor

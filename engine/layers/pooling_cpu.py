@@ -137,3 +137,48 @@ class MaxPool:
         """Caffe's second top: the flat index h W + w of each window's choice in the image, -1 for none."""
         h, w = self.chosen(pad)
         return np.where(self.live, h * size[1] + w, -1)
+
+
+def ave_forward(
+    framed: Any, kernel: Any, stride: Any, pooled: Any, divisor: Any, y: Any, row_sum: Any
+) -> None:
+    """AVE: y = the window sums of the zero-padded frame, as sums along each window row (kw strided
+    views, into ``row_sum`` (N, C, FH, PW)) then down the kh row sums, over Caffe's ``divisor``."""
+    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pooled
+
+    def images(start: int, stop: int) -> None:
+        s = slice(start, stop)
+        across, out = candidates(framed[s], kw, sw, pw, -1), row_sum[s]
+        np.copyto(out, across[0])
+        for view in across[1:]:
+            out += view
+        down, total = candidates(out, kh, sh, ph, -2), y[s]
+        np.copyto(total, down[0])
+        for view in down[1:]:
+            total += view
+        with np.errstate(invalid="ignore", divide="ignore"):  # Caffe's 0 / 0 of empty windows
+            np.divide(total, divisor, out=total)
+
+    parallel.run(images, y.shape[0], np, parallel.grain(framed[0:1].size))
+
+
+def ave_backward(
+    dy: Any, kernel: Any, stride: Any, pooled: Any, divisor: Any, frame_diff: Any, row_diff: Any
+) -> None:
+    """frame_diff (N, C, FH, FW) = each window's dy / divisor spread over it: up the kh rows of row
+    sums (``row_diff``), then along the kw columns of each row."""
+    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pooled
+
+    def images(start: int, stop: int) -> None:
+        s = slice(start, stop)
+        with np.errstate(invalid="ignore", divide="ignore"):  # empty windows reach no pixel
+            share = dy[s] / divisor
+        rows, frame = row_diff[s], frame_diff[s]
+        rows[...] = 0
+        for view in candidates(rows, kh, sh, ph, -2):
+            view += share
+        frame[...] = 0
+        for view in candidates(frame, kw, sw, pw, -1):
+            view += rows
+
+    parallel.run(images, dy.shape[0], np, parallel.grain(frame_diff[0:1].size))

@@ -72,3 +72,37 @@ def test_cpu_max_first_maximum_in_raster_order():
     want = np.zeros_like(x)
     want[0, 0, 1, 2] = 1
     np.testing.assert_array_equal(bottom[0].diff, want)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("text, shape", GEOMETRIES)
+def test_cpu_ave_equals_reference(monkeypatch, threads, text, shape):
+    """AVE's separable sums (along window rows, then down them) give the patch path's numbers, up
+    to the order of the adds; Caffe's divisor, windows past the image (NaN of 0 / 0) included."""
+    values = np.random.default_rng(0).standard_normal(shape)
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(threads))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1)
+
+    def run(on_cpu: bool) -> list[np.ndarray]:
+        layer = make_layer(f'name: "p" type: "Pooling" pooling_param {{ pool: AVE {text} }}')
+        bottom, top = [random_blob(shape)], blobs(1)
+        bottom[0].data[...] = values
+        layer.setup(bottom, top)
+        if not on_cpu:
+            layer.xp = FakeModule()  # not numpy: the patch path (its arrays stay numpy's)
+        layer.forward(bottom, top)
+        top[0].diff[...] = np.random.default_rng(3).standard_normal(top[0].shape)
+        bottom[0].diff[...] = 5
+        layer.backward(top, [True], bottom)
+        return [top[0].data.copy(), bottom[0].diff.copy()]
+
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+class FakeModule:
+    """numpy under another name: a layer whose ``xp`` is not numpy itself takes its general path."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
