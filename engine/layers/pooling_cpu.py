@@ -110,6 +110,8 @@ class MaxPool:
         n, c, height, width = diff.shape
         live_dy = self.diffs[0]
         np.multiply(dy, self.live, out=live_dy)  # a window that chose nothing sends nothing
+        if diff.size == 0:  # an empty image: every window chose nothing (padding only)
+            return
 
         def images(start: int, stop: int) -> None:
             s = slice(start, stop)
