@@ -1,13 +1,15 @@
 """Barista: design, inspect and train Caffe networks.
 
-``python main.py`` opens the editor on the LeNet example; the subcommands mirror Caffe's tools
-and run without a window. Bad input ends with one line on stderr and exit code 2.
+``python main.py`` opens the editor on the LeNet example, ``python main.py PATH [--weights W]`` on a
+net, a solver or a trained model; the subcommands mirror Caffe's tools and run without a window.
+Bad input ends with one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -183,8 +185,39 @@ def _unknown_fields_policy(args: argparse.Namespace) -> contextlib.AbstractConte
     return textio.dropping_unknown_fields(lambda e: print(f"warning: {e.dropped_notice()}", file=sys.stderr))
 
 
+def _command_names() -> set[str]:
+    actions = _parser()._actions  # the subcommands' action is where argparse keeps their names
+    return {name for a in actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
+
+
+def _open_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="main.py", description="open the editor on a file", allow_abbrev=False)
+    parser.add_argument("path", help="a net or solver prototxt, or a trained .caffemodel(.h5)")
+    parser.add_argument("--weights", "-weights", default="", help="a .caffemodel to show and train from")
+    return parser
+
+
+def _open_app(argv: list[str]) -> int:
+    """``main.py PATH [--weights W]``: the editor on PATH; a file that cannot be read is one line."""
+    args = _open_parser().parse_args(argv)
+    word = args.path
+    if not os.path.exists(word) and os.sep not in word and "." not in word:  # a mistyped command?
+        commands = ", ".join(sorted(_command_names()))
+        print(f"error: '{word}' is neither a command ({commands}) nor a file", file=sys.stderr)
+        return 2
+    from app.cli_open import check, run
+
+    problem = check(args.path, args.weights or None)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    return run(args.path, args.weights or None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = _command_first(list(sys.argv[1:] if argv is None else argv))
+    if argv and not argv[0].startswith("-") and argv[0] not in _command_names():
+        return _open_app(argv)
     args = _parser().parse_args(argv)
     if args.command is None:
         from app.main_window import run_app

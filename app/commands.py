@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from app import netio
-from app.document import NET, SOLVER, Change, Document, Kind, next_state
+from app.document import LAYOUT, NET, SOLVER, Change, Document, Kind, next_state
 from app.fields import FieldPathError, copy_message, set_field
 from graph_view.document_api import Command as GraphCommand
+from graph_view.sidecar import ViewState
 from proto import caffe_pb2
 from proto.errors import FormatError
 
@@ -365,6 +366,25 @@ class SetSolverField(ReplaceSolver):
         return solver
 
 
+class SetLayout(Command):
+    """Where the boxes are, which way the net flows, which boxes are unfolded: one undo step each
+    (a drag, a direction switch, an auto layout), saved beside the net with it."""
+
+    part = LAYOUT
+
+    def __init__(self, layout: ViewState, label: str = "Move boxes") -> None:
+        super().__init__()
+        self.layout, self.text = layout.copy(), label
+
+    def _apply(self, doc: Document) -> list[Change]:
+        self._old = doc.replace_layout(self.layout.copy())
+        return [Change(Kind.LAYOUT_CHANGED)]
+
+    def _revert(self, doc: Document) -> list[Change]:
+        doc.replace_layout(self._old.copy())
+        return [Change(Kind.LAYOUT_CHANGED)]
+
+
 class Compound(Command):
     """Several commands as one undo step (paste, delete a selection); validated as a whole."""
 
@@ -415,6 +435,9 @@ class GraphCommands:
     def compound(self, steps: Sequence[GraphCommand], text: str) -> Command:
         return Compound(cast(Sequence[Command], steps), text)
 
+    def set_layout(self, layout: ViewState, text: str) -> Command:
+        return SetLayout(layout, text)
+
 
 __all__ = [
     "AddLayer",
@@ -433,6 +456,7 @@ __all__ = [
     "ReplaceNet",
     "ReplaceSolver",
     "SetLayerField",
+    "SetLayout",
     "SetNetField",
     "SetSolverField",
 ]

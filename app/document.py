@@ -8,7 +8,14 @@ The user's own prototxt text (comments and all) is kept alongside the net for as
 describes the net exactly, so opening, editing as text and saving does not lose comments; a
 structural edit (from the graph or the inspector) drops it and the text is rendered from the net.
 
-``net`` and ``solver`` are the live messages: read them, never write them.
+The layout (box positions, flow direction, unfolded boxes: ``graph_view.sidecar.ViewState``) is
+document state too: edited by the ``SetLayout`` command, it marks the document modified and is
+written beside the net (``NET.prototxt.layout.json``) only when the net is saved.
+
+An untitled document may carry a ``title`` ("LeNet (example)") and an ``origin``: the file it was
+copied from, which relative data paths are read against; nothing is ever written there.
+
+``net``, ``solver`` and ``layout`` are the live state: read them, never write them.
 """
 
 from __future__ import annotations
@@ -22,13 +29,15 @@ from app import netio
 from app.fields import copy_message
 from app.layer_defaults import default_layer, name_stem, unique_name
 from app.signal import Signal
+from graph_view import sidecar
 from graph_view.document_api import NET_KINDS as NET_KINDS  # the change kinds are graph_view's too
 from graph_view.document_api import SOLVER_KINDS as SOLVER_KINDS
 from graph_view.document_api import Kind
+from graph_view.sidecar import ViewState
 from proto import caffe_pb2
 from proto.atomic import write_text_atomic
 
-NET, SOLVER = "net", "solver"
+NET, SOLVER, LAYOUT = "net", "solver", "layout"
 _states = itertools.count(1)  # global, so a state id is never reused by any document
 
 
@@ -49,11 +58,16 @@ class Document:
         self.changed = Signal()  # emits one Change per event
         self._net = copy_message(net) if net is not None else caffe_pb2.NetParameter()
         self._solver = copy_message(solver) if solver is not None else caffe_pb2.SolverParameter()
+        self._layout = ViewState()
         self._paths: dict[str, str | None] = {NET: None, SOLVER: None}
-        self._texts: dict[str, str | None] = {NET: None, SOLVER: None}  # the user's text, if exact
-        self._rendered: dict[str, str | None] = {NET: None, SOLVER: None}
-        self._state = {NET: next(_states), SOLVER: next(_states)}
+        self._texts: dict[str, str | None] = {NET: None, SOLVER: None, LAYOUT: None}  # the user's text
+        self._rendered: dict[str, str | None] = {NET: None, SOLVER: None, LAYOUT: None}
+        self._state = {NET: next(_states), SOLVER: next(_states), LAYOUT: next(_states)}
         self._saved = dict(self._state)
+        self.title: str | None = None  # what an untitled document is called ("LeNet (example)")
+        self.origin: str | None = None  # the file an untitled copy was made from (read, never written)
+        self.weights_path: str | None = None  # a trained model opened with the net: Train starts from it
+        self.weights: dict[str, list] = {}  # its blobs, layer name -> arrays (numpy), for the views
 
     # ---- reading --------------------------------------------------------------------------
     @property
@@ -63,6 +77,10 @@ class Document:
     @property
     def solver(self) -> caffe_pb2.SolverParameter:
         return self._solver
+
+    @property
+    def layout(self) -> ViewState:
+        return self._layout
 
     @property
     def net_path(self) -> str | None:
@@ -81,8 +99,18 @@ class Document:
         return self._state[SOLVER] != self._saved[SOLVER]
 
     @property
+    def layout_dirty(self) -> bool:
+        return self._state[LAYOUT] != self._saved[LAYOUT]
+
+    @property
     def dirty(self) -> bool:
-        return self.net_dirty or self.solver_dirty
+        return self.net_dirty or self.solver_dirty or self.layout_dirty
+
+    @property
+    def folder(self) -> str | None:
+        """The folder the document's relative paths mean: its solver's, its net's, or its origin's."""
+        path = self.solver_path or self.net_path or self.origin
+        return os.path.dirname(os.path.abspath(path)) if path else None
 
     def net_text(self) -> str:
         """The net as prototxt: the user's own text while it still describes the net exactly."""
@@ -109,11 +137,38 @@ class Document:
         return default_layer(layer_type, self.unique_name(name or f"{name_stem(layer_type)}1"))
 
     # ---- files ----------------------------------------------------------------------------
-    def load_net(self, net: caffe_pb2.NetParameter, path: str | None = None, text: str | None = None) -> None:
-        """Replace the net outright (a new or opened file): clean, with no history."""
+    def load_net(
+        self,
+        net: caffe_pb2.NetParameter,
+        path: str | None = None,
+        text: str | None = None,
+        *,
+        layout: ViewState | None = None,
+        title: str | None = None,
+        origin: str | None = None,
+        modified: bool = False,
+    ) -> None:
+        """Replace the net outright (a new or opened file), with no history.
+
+        The layout is ``layout``, else the sidecar beside ``path``, else the automatic one.
+        ``modified``: the net differs from its file already (it was upgraded from a legacy format).
+        """
         self._net = copy_message(net)
         self._texts[NET], self._rendered[NET] = text, None
-        self._reset(NET, path, Kind.NET_LOADED)
+        loaded = layout if layout is not None else sidecar.load(path)
+        self._layout = loaded.copy() if loaded is not None else ViewState()
+        self._state[LAYOUT] = self._saved[LAYOUT] = next(_states)
+        self.title, self.origin = (None, None) if path else (title, origin)
+        had_weights = self.weights_path is not None
+        self.weights_path, self.weights = None, {}
+        self._reset(NET, path, Kind.NET_LOADED, modified)
+        if had_weights:
+            self.changed.emit(Change(Kind.WEIGHTS_CHANGED))
+
+    def set_weights(self, path: str | None, weights: dict[str, list] | None = None) -> None:
+        """Trained weights for this net (``path`` a .caffemodel or .caffemodel.h5), or none."""
+        self.weights_path, self.weights = path, dict(weights or {})
+        self.changed.emit(Change(Kind.WEIGHTS_CHANGED))
 
     def load_solver(
         self, solver: caffe_pb2.SolverParameter, path: str | None = None, text: str | None = None
@@ -134,8 +189,27 @@ class Document:
         self.load_solver(solver, path, text)
 
     def save_net(self, path: str | os.PathLike[str] | None = None) -> str:
-        """Write the net atomically to ``path`` (default: where it came from); returns the path."""
-        return self._save(NET, path)
+        """Write the net atomically to ``path`` (default: where it came from), then its layout beside
+        it (when there is one to keep, or an older one to replace); returns the path."""
+        target = self._save(NET, path)
+        names = {layer.name for layer in self._net.layer}
+        layout = self._layout.only(names)
+        if not layout.is_default() or os.path.exists(sidecar.path_for(target)):
+            sidecar.save(target, layout)
+        was_dirty = self.dirty
+        self._saved[LAYOUT] = self._state[LAYOUT]
+        self.title = self.origin = None
+        self._emit_dirty(was_dirty)
+        return target
+
+    def save_net_text(self, text: str, path: str | os.PathLike[str] | None = None) -> str:
+        """Write ``text`` as the net's file, as typed (it need not parse); the document stays as it
+        is, still modified: its net is not what the file now holds."""
+        target = os.fspath(path) if path is not None else self._paths[NET]
+        if target is None:
+            raise ValueError("the net has no file yet: give a path")
+        write_text_atomic(target, text)
+        return target
 
     def save_solver(self, path: str | os.PathLike[str] | None = None) -> str:
         return self._save(SOLVER, path)
@@ -157,6 +231,20 @@ class Document:
         old_solver, self._solver = self._solver, message
         return old_solver
 
+    def remember_data_shapes(self, shapes: dict[str, list[tuple[int, ...]]]) -> None:
+        """What data layers gave the last time their sources were read (by ``record_key``): kept in
+        the layout, for when the data is gone. A fact about the data, not an edit: no undo step,
+        the document is not modified by it, and it is written with the next Save."""
+        if any(self._layout.data_shapes.get(k) != list(v) for k, v in shapes.items()):
+            layout = self._layout.copy()
+            layout.data_shapes.update({k: list(v) for k, v in shapes.items()})
+            self._layout = layout
+
+    def replace_layout(self, layout: ViewState) -> ViewState:
+        """Put ``layout`` in place of the boxes' positions, direction and unfolding; returns the old."""
+        old, self._layout = self._layout, layout
+        return old
+
     def commit(self, part: str, state: int, text: str | None, changes: list[Change]) -> None:
         """After a command changed ``part``: record its state and text, then tell the views."""
         was_dirty = self.dirty
@@ -175,9 +263,11 @@ class Document:
             self._rendered[part] = netio.net_to_text(net) if part == NET else netio.solver_to_text(solver)
         return self._rendered[part]  # type: ignore[return-value]
 
-    def _reset(self, part: str, path: str | None, kind: Kind) -> None:
+    def _reset(self, part: str, path: str | None, kind: Kind, modified: bool = False) -> None:
         was_dirty = self.dirty
         self._state[part] = self._saved[part] = next(_states)
+        if modified:
+            self._saved[part] = next(_states)
         self.changed.emit(Change(kind))
         self._set_path(part, path)
         self._emit_dirty(was_dirty)

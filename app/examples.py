@@ -15,8 +15,7 @@ from pathlib import Path
 
 from app import netio
 from app.document import Document
-from app.files import EXAMPLES, solver_net_path
-from proto import caffe_pb2
+from app.files import EXAMPLES, open_path, solver_net_path
 
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*(.+?)\s*\|\s*$")
 _TITLES = {
@@ -81,11 +80,5 @@ def solver_for(net_path: Path, folder: Path = EXAMPLES) -> Path | None:
 
 
 def open_example(doc: Document, path: Path) -> None:
-    """Load the example at ``path`` (and its solver) as an untitled, clean document."""
-    net, text = netio.load_net_text(netio.read_file(path), path)
-    solver_path = solver_for(path)
-    solver, solver_text = caffe_pb2.SolverParameter(), None
-    if solver_path is not None:
-        solver, solver_text = netio.load_solver_text(netio.read_file(solver_path), solver_path)
-    doc.load_net(net, None, text)
-    doc.load_solver(solver, None, solver_text)
+    """Load the example at ``path`` (and its solver) as an untitled copy ("LeNet (example)")."""
+    open_path(doc, path)

@@ -12,6 +12,7 @@ import os
 from PySide6.QtCore import QStandardPaths
 from PySide6.QtWidgets import QFileDialog
 
+from app import files
 from graph_view import render
 
 PICTURE_FILTER = "PNG image (*.png);;SVG drawing (*.svg)"
@@ -22,6 +23,9 @@ def default_folder(doc) -> str:
     for path in (doc.net_path, doc.solver_path):
         if path:
             return os.path.dirname(os.path.abspath(path))
+    origin = getattr(doc, "origin", None)  # an untitled copy: beside its file, unless an example's
+    if origin and not files.is_installed(origin):
+        return os.path.dirname(os.path.abspath(origin))
     documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
     return documents if documents and os.path.isdir(documents) else os.path.expanduser("~")
 

@@ -1,7 +1,8 @@
 """The main window: the document, its one undo stack, the views around it, and the File/Edit menus.
 
 The dialogs the window may raise are methods (``ask_open_path``, ``ask_save_path``,
-``ask_unsaved_changes``, ``show_error``) so tests can replace them.
+``ask_unsaved_changes``, ``ask_unparsable_text``, ``ask_net_for_model``, ``ask_drop_unknown_fields``,
+``ask_default_solver``, ``show_error``) so tests can replace them.
 """
 
 from __future__ import annotations
@@ -22,26 +23,32 @@ from PySide6.QtWidgets import (
     QStyle,
 )
 
-from app import commands, export_actions, recovery
+from app import commands, export_actions, files, opening, recovery, saving, train_checks
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.document import Change, Document
 from app.export_picture import default_folder
-from app.files import DEFAULT_SOLVER, open_path
+from app.files import DEFAULT_SOLVER
 from app.fillers.docks import add_initialisation_docks
 from app.prototxt_editor import PrototxtEditor
 from app.selection import Selection
 from app.themes import LIGHT, apply_theme
 from app.training import TrainingDock
+from app.training.job import DEFAULT_SOLVER as DEFAULT_SOLVER_TEXT
 from app.trust import TrustGuard
 from app.trust_dialog import TrustedFoldersDialog
 from app.undo import UndoStack
 from app.workbench import INTERVAL_MS, Workbench
 from graph_view.editor import GraphEditor
+from proto.atomic import write_text_atomic
 from proto.errors import FormatError
+from proto.textio import parse_solver
 
 APP_NAME = "Barista"
 PROTOTXT_FILTER = "Caffe prototxt (*.prototxt *.pt *.txt);;All files (*)"
+NOTICE_STYLE = (
+    "QLabel#notice { background: #fff4ce; color: #3d3100; border: 1px solid #e8d48a; padding: 2px 8px; }"
+)
 
 
 class MainWindow(QMainWindow):
@@ -72,10 +79,18 @@ class MainWindow(QMainWindow):
             self, self.editor_dock, self.doc, self.push, self.selection
         )
         self.training = TrainingDock(self.doc, self, before_train=self.editor.commit)
+        self.training.vet = self._vet_training
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.training)
 
         self.summary = QLabel(self)
         self.statusBar().addPermanentWidget(self.summary)
+        self.notice = QLabel(self)  # what opening a file had to say (upgraded, solver found, ...)
+        self.notice.setObjectName("notice")
+        self.notice.setStyleSheet(NOTICE_STYLE)
+        self.notice.setWordWrap(True)
+        self.notice.hide()
+        self.statusBar().addWidget(self.notice, 1)
+        self._typed_saved: str | None = None  # unparsable text the user chose to save as typed
         self._make_actions()
         self.setAcceptDrops(True)
         self.resize(1280, 820)
@@ -83,6 +98,8 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.training], [340], Qt.Orientation.Vertical)
         self.workbench = Workbench(self, settings, recovery_dir, autosave_ms)  # palette, inspector, solver…
         self.doc.changed.connect(self._on_change)
+        self.editor.edit.textChanged.connect(lambda: self.setWindowModified(self.has_unsaved_work()))
+        self.editor.error_changed.connect(lambda _message: self.setWindowModified(self.has_unsaved_work()))
         self._refresh()
 
     # ---- editing ------------------------------------------------------------------------
@@ -107,15 +124,15 @@ class MainWindow(QMainWindow):
         self.undo_stack.redo()
 
     # ---- files --------------------------------------------------------------------------
-    def open_file(self, path: str | os.PathLike[str]) -> bool:
-        """Open a net, or a solver and its net. Unsaved changes are not asked about here."""
-        try:
-            kind = open_path(self.doc, path)
-        except (OSError, FormatError) as e:
-            self.show_error("Cannot open", str(e))
+    def open_file(self, path: str | os.PathLike[str], weights: str | os.PathLike[str] | None = None) -> bool:
+        """Open a net, a solver and its net, or a trained model (and ``weights`` for a net).
+        Unsaved changes are not asked about here."""
+        if not opening.open_into(self, path, weights):
             return False
-        self.statusBar().showMessage(f"Opened {kind} {os.path.basename(os.fspath(path))}", 4000)
+        self._typed_saved = None
         self.workbench.opened(path)
+        if self.doc.weights:
+            self.training.show_model_weights(os.path.basename(self.doc.weights_path or ""), self.doc.weights)
         return True
 
     def open_dialog(self) -> None:
@@ -124,20 +141,30 @@ class MainWindow(QMainWindow):
             self.open_file(path)
 
     def save(self) -> bool:
-        """Save the net (and the solver, if it changed) where they came from; Save As if new."""
+        """Save the net (and the solver, if it changed) where they came from; Save As if new.
+
+        Text in the Prototxt tab that does not parse is never dropped silently: the user chooses.
+        """
         if not self.editor.commit():
-            self.statusBar().showMessage("The prototxt text has an error: saving the last valid net", 6000)
+            choice = self.ask_unparsable_text(False)
+            if choice == saving.TEXT:
+                return self._save_typed_text()
+            if choice != saving.NET:
+                self._keep_editing()
+                return False
+        return self._save_valid_net()
+
+    def _save_valid_net(self) -> bool:
         if self.doc.net_path is None:
             return self.save_as()
         try:
             self.doc.save_net()
-            if self.doc.solver_dirty and self.doc.solver_path is not None:
-                self.doc.save_solver()
+            self._save_solver()
         except OSError as e:
             self.show_error("Cannot save", str(e))
             return False
-        self.graph.net_saved()
         self.statusBar().showMessage(f"Saved {os.path.basename(self.doc.net_path)}", 4000)
+        self._refresh()
         return True
 
     def save_as(self) -> bool:
@@ -147,18 +174,70 @@ class MainWindow(QMainWindow):
         self.editor.commit()
         try:
             self.doc.save_net(path)
+            self._save_solver()
         except OSError as e:
             self.show_error("Cannot save", str(e))
             return False
-        self.graph.net_saved()
         self.statusBar().showMessage(f"Saved {os.path.basename(path)}", 4000)
         self.workbench.opened(path)
+        self._refresh()
         return True
+
+    def _save_solver(self) -> None:
+        """The solver goes with the net: where it came from when it changed; beside the net (naming it)
+        when it has no file of its own yet (a default one, an example's)."""
+        doc = self.doc
+        if doc.solver_path is not None:
+            if doc.solver_dirty:
+                doc.save_solver()
+            return
+        if doc.net_path is None or doc.solver.ByteSize() == 0:
+            return
+        name = os.path.basename(doc.net_path)
+        if doc.solver.net != name and not doc.solver.train_net:
+            self.undo_stack.push_command(commands.SetSolverField("net", name))
+        doc.save_solver(saving.solver_path_beside(doc.net_path))
+
+    def _save_typed_text(self) -> bool:
+        path = self.doc.net_path or self.ask_save_path()
+        if not path:
+            return False
+        text = self.editor.text
+        try:
+            write_text_atomic(path, text)
+        except OSError as e:
+            self.show_error("Cannot save", str(e))
+            return False
+        self._typed_saved = text
+        self.statusBar().showMessage(
+            f"Saved the text as typed to {os.path.basename(path)}: it does not parse yet", 6000
+        )
+        self._refresh()
+        return True
+
+    def _keep_editing(self) -> None:
+        self.editor_dock.show()
+        self.editor_dock.raise_()
+        self.editor.edit.setFocus()
+
+    def has_unsaved_work(self) -> bool:
+        """Something the files do not hold: the document's changes, or typed text not saved as typed."""
+        if self.editor.error is not None or self.editor.has_pending_text():
+            return self.editor.text != self._typed_saved or self.doc.solver_dirty
+        return self.doc.dirty
 
     def maybe_save(self) -> bool:
         """True when it is fine to drop the current document (saved, discarded, or nothing to lose)."""
-        self.editor.commit()
-        if not self.doc.dirty and self.editor.error is None:
+        if not self.editor.commit() and self.editor.text != self._typed_saved:
+            choice = self.ask_unparsable_text(True)
+            if choice == saving.TEXT:
+                return self._save_typed_text()
+            if choice == saving.NET:
+                return not self.doc.dirty or self._save_valid_net()
+            if choice != saving.DISCARD:
+                self._keep_editing()
+            return choice == saving.DISCARD
+        if not self.has_unsaved_work():
             return True
         answer = self.ask_unsaved_changes()
         if answer == "save":
@@ -175,7 +254,8 @@ class MainWindow(QMainWindow):
 
     # ---- dialogs (replaced in tests) --------------------------------------------------------
     def ask_open_path(self) -> str:
-        return QFileDialog.getOpenFileName(self, "Open net or solver", self._folder(), PROTOTXT_FILTER)[0]
+        title = "Open a net, a solver or a trained model"
+        return QFileDialog.getOpenFileName(self, title, self._folder(), opening.OPEN_FILTER)[0]
 
     def ask_save_path(self) -> str:
         return QFileDialog.getSaveFileName(self, "Save net as", self._folder(), PROTOTXT_FILTER)[0]
@@ -192,6 +272,25 @@ class MainWindow(QMainWindow):
         )
         return {buttons.Save: "save", buttons.Discard: "discard"}.get(answer, "cancel")
 
+    def ask_unparsable_text(self, closing: bool) -> str:
+        """saving.EDIT, TEXT or NET (and DISCARD when ``closing``)."""
+        return saving.ask_unparsable_text(self, self.editor.error, closing)
+
+    def ask_net_for_model(self, model_path: str) -> str:
+        return opening.ask_net_for_model(self, model_path)
+
+    def ask_drop_unknown_fields(self, error: FormatError) -> bool:
+        return opening.ask_drop_unknown_fields(self, error)
+
+    def ask_default_solver(self) -> bool:
+        answer = QMessageBox.question(
+            self,
+            "No solver",
+            "This net has no solver. Train with a default one (SGD, base_lr 0.01, momentum 0.9, "
+            "1000 iterations)? It opens in the Solver tab and is saved beside the net on Save.",
+        )
+        return answer == QMessageBox.StandardButton.Yes
+
     def show_error(self, title: str, message: str) -> None:
         QMessageBox.critical(self, title, message)
 
@@ -201,15 +300,27 @@ class MainWindow(QMainWindow):
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
 
+    def show_notice(self, text: str) -> None:
+        """A lasting line in the status bar (until the next file opens); empty hides it."""
+        self.notice.setText(text)
+        self.notice.setToolTip(text)
+        self.notice.setVisible(bool(text))
+
     # ---- drag and drop a file -----------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls() and any(url.isLocalFile() for url in event.mimeData().urls()):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
+        """A file dropped opens as File > Open would; a model dropped with its net opens both."""
         paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        models = [p for p in paths if files.is_model(p)]
+        nets = [p for p in paths if not files.is_model(p)]
         if paths and self.maybe_save():
-            self.open_file(paths[0])
+            if nets and models:
+                self.open_file(nets[0], models[0])
+            else:
+                self.open_file(paths[0])
             event.acceptProposedAction()
 
     # ---- internals ------------------------------------------------------------------------
@@ -270,20 +381,49 @@ class MainWindow(QMainWindow):
         self.undo_action.setEnabled(self.undo_stack.canUndo() or self.editor.error is not None)
         self.redo_action.setEnabled(self.undo_stack.canRedo())
 
+    def _vet_training(self) -> bool:
+        """Before Train: refuse a net with nothing to minimise; offer a default solver; warn of zeros."""
+        refusal = train_checks.missing_loss(self.doc.net)
+        if refusal is not None:
+            self.training.refuse(refusal)
+            return False
+        if self.doc.solver_path is None and self.doc.solver.ByteSize() == 0:
+            if not self.ask_default_solver():
+                return False
+            solver = parse_solver(DEFAULT_SOLVER_TEXT)
+            if self.doc.net_path:
+                solver.net = os.path.basename(self.doc.net_path)
+            self.undo_stack.push_command(commands.ReplaceSolver(solver, label="Default solver"))
+            self.workbench.solver_dock.show()
+            self.workbench.solver_dock.raise_()
+        warning = train_checks.only_input_data(self.doc.net)
+        if warning is not None:
+            self.training.console.append_lines([f"Warning: {warning}"], "#b26a00")
+            self.statusBar().showMessage(warning, 8000)
+        return True
+
     def _on_change(self, change: Change) -> None:
         self._refresh()  # the title and the summary: cheap enough for every change
 
     def _refresh(self) -> None:
         self.setWindowTitle(f"{APP_NAME} — {self._file_name()}[*]")
-        self.setWindowModified(self.doc.dirty)
+        self.setWindowModified(self.has_unsaved_work())
         net = self.doc.net
-        solver = os.path.basename(self.doc.solver_path) if self.doc.solver_path else "no solver"
+        solver = self._solver_name()
         count = len(net.layer) + len(net.layers)
         self.summary.setText(f"{net.name or 'unnamed net'} · {count} layers · {solver}  ")
         self._update_actions()
 
+    def _solver_name(self) -> str:
+        """The solver Train would run: its file, an unsaved one (an example's, a default), or none."""
+        if self.doc.solver_path:
+            return os.path.basename(self.doc.solver_path)
+        return "solver not saved yet" if self.doc.solver.ByteSize() else "no solver"
+
     def _file_name(self) -> str:
-        return os.path.basename(self.doc.net_path) if self.doc.net_path else "untitled.prototxt"
+        if self.doc.net_path:
+            return os.path.basename(self.doc.net_path)
+        return self.doc.title or "untitled.prototxt"
 
     def _folder(self) -> str:
         """Where Open and Save As start: beside the net (or its solver), else the user's documents."""
@@ -294,24 +434,26 @@ def open_window(
     argv: Sequence[str] = (),
     settings: QSettings | None = None,
     recovery_dir: str | os.PathLike[str] | None = None,
+    weights: str | os.PathLike[str] | None = None,
 ) -> MainWindow:
-    """A shown window on ``argv[1]`` (a net or a solver), or on the LeNet example and its solver.
+    """A shown window on ``argv[1]`` (a net, a solver or a model; ``weights`` to start from), or
+    on the LeNet example and its solver.
 
     With a ``recovery_dir``, work a crashed window autosaved there is offered back first.
     """
     window = MainWindow(settings=settings, recovery_dir=recovery_dir)
     if recovery_dir is None or not recovery.offer(window, recovery_dir):
-        window.open_file(argv[1] if len(argv) > 1 else DEFAULT_SOLVER)
+        window.open_file(argv[1] if len(argv) > 1 else DEFAULT_SOLVER, weights)
     window.show()
     return window
 
 
-def run_app(argv: Sequence[str] | None = None) -> int:
+def run_app(argv: Sequence[str] | None = None, weights: str | None = None) -> int:
     """Run the application until its window closes; ``argv`` as in ``sys.argv``."""
     argv = list(sys.argv if argv is None else argv)
     app = QApplication.instance() or QApplication(argv)
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
     apply_theme(app, LIGHT)  # type: ignore[arg-type]  # the remembered theme follows when the window restores its session
-    window = open_window(argv, QSettings(), default_recovery_folder())  # noqa: F841  (kept alive until exec)
+    window = open_window(argv, QSettings(), default_recovery_folder(), weights)  # noqa: F841  (kept alive)
     return app.exec()

@@ -21,6 +21,7 @@ from app.net_stats import Totals, describe_failure, human, net_totals
 from engine import pymodules
 from engine.data_shapes import Shape
 from engine.rng import seeded as own_generator
+from graph_view.document_api import Kind
 from proto import caffe_pb2
 
 DELAY_MS = 300
@@ -66,6 +67,11 @@ class StatusTotals(QLabel):
         self._timer.start()
 
     def _on_change(self, change: Change) -> None:
+        if change.kind == Kind.NET_LOADED:  # another net: the last one's totals are not its own
+            self.totals = None
+            self.setText("measuring…")
+            self.setToolTip("")
+            self._pending = self._running
         if change.kind in NET_KINDS:
             self._timer.start()
 

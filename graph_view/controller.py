@@ -9,6 +9,8 @@ graph_view never imports app/. A command the document refuses raises; its reason
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import QMimeData, QObject, QPointF, Signal
 from PySide6.QtWidgets import QApplication
 
@@ -45,11 +47,41 @@ class GraphController(QObject):
     def _canonical(self, pos: QPointF) -> tuple[float, float]:
         return (pos.x(), pos.y() if self.scene.downward else -pos.y())
 
+    # ---- the layout (the document's, when it has one) ----------------------------------------
+    def _owns_layout(self) -> bool:
+        return getattr(self.document, "layout", None) is not None and hasattr(self.commands, "set_layout")
+
+    def set_layout(self, state: Any, label: str) -> bool:
+        return self._owns_layout() and self._push(self.commands.set_layout(state, label))
+
+    def _with_positions(
+        self, steps: list, moved: dict[str, tuple[float, float] | None], text: str, one_step: bool = True
+    ) -> Any:
+        """``steps`` as one undo step, with the document's layout following them: ``moved`` maps a
+        box to its new place (None: forget it). Without a document layout the canvas keeps them.
+        ``one_step``: a single step goes as itself, not wrapped in a compound."""
+        if not self._owns_layout():
+            for key, place in moved.items():
+                if place is None:
+                    self.scene.manual.pop(key, None)
+                else:
+                    self.scene.manual[key] = place
+            return steps[0] if len(steps) == 1 and one_step else self.commands.compound(steps, text)
+        state = self.document.layout.copy()
+        for key, place in moved.items():
+            if place is None:
+                state.positions.pop(key, None)
+            else:
+                state.positions[key] = place
+        if state == self.document.layout:
+            return steps[0] if len(steps) == 1 and one_step else self.commands.compound(steps, text)
+        return self.commands.compound([*steps, self.commands.set_layout(state, text)], text)
+
     # ---- adding and wiring ------------------------------------------------------------------
     def add_layer(self, layer_type: str, pos: QPointF) -> bool:
         layer = self.document.new_layer(layer_type)
-        self.scene.manual[layer.name] = self._canonical(pos)
-        if not self._push(self.commands.add_layer(layer)):
+        add = self.commands.add_layer(layer)
+        if not self._push(self._with_positions([add], {layer.name: self._canonical(pos)}, add.text)):
             self.scene.manual.pop(layer.name, None)
             return False
         self.select_request.emit([len(self.layers) - 1])
@@ -115,12 +147,9 @@ class GraphController(QObject):
         own_top = old in self.layers[index].top and old not in self.layers[index].bottom
         if own_top and name not in blobs:  # conv1 makes blob conv1: keep the pair in step
             steps.append(self.commands.rename_blob(old, name))
-        command = steps[0] if len(steps) == 1 else self.commands.compound(steps, steps[0].text)
-        if not self._push(command):
-            return False
-        if key in self.scene.manual:
-            self.scene.manual[name] = self.scene.manual.pop(key)
-        return True
+        place = self.scene.manual.get(key)
+        moved = {key: None, name: place} if place is not None else {}
+        return self._push(self._with_positions(steps, moved, steps[0].text))
 
     def rename_blob(self, old: str, name: str) -> bool:
         """Rename blob ``old`` wherever a layer reads or writes it (its in-place chain included).
@@ -181,12 +210,14 @@ class GraphController(QObject):
         copies = edits.renamed_copies(layers, names, blobs)
         steps = [self.commands.add_layer(layer) for layer in copies]
         count = len(copies)
-        if not self._push(self.commands.compound(steps, f"{verb} {count} layer{'s' * (count != 1)}")):
-            return False
+        moved: dict[str, tuple[float, float] | None] = {}
         for old, new in zip(layers, copies):
             if old.name in self.scene.manual:
                 x, y = self.scene.manual[old.name]
-                self.scene.manual[new.name] = (x + PASTE_OFFSET, y + PASTE_OFFSET)
+                moved[new.name] = (x + PASTE_OFFSET, y + PASTE_OFFSET)
+        text = f"{verb} {count} layer{'s' * (count != 1)}"
+        if not self._push(self._with_positions(steps, moved, text, one_step=False)):
+            return False
         total = len(self.layers)
         self.select_request.emit(list(range(total - count, total)))
         return True

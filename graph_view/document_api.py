@@ -11,6 +11,7 @@ import enum
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from graph_view.sidecar import ViewState
 from proto import caffe_pb2
 
 
@@ -23,6 +24,8 @@ class Kind(enum.StrEnum):
     LAYER_MOVED = "layer_moved"  # old_index -> index
     SOLVER_LOADED = "solver_loaded"
     SOLVER_CHANGED = "solver_changed"
+    LAYOUT_CHANGED = "layout_changed"  # box positions, direction or unfolded boxes (Document.layout)
+    WEIGHTS_CHANGED = "weights_changed"  # trained weights opened (or dropped with the net)
     PATH_CHANGED = "path_changed"  # net_path or solver_path
     DIRTY_CHANGED = "dirty_changed"
 
@@ -60,6 +63,8 @@ class Document(Protocol):
     def net_path(self) -> str | None: ...
     @property
     def net_dirty(self) -> bool: ...
+    @property
+    def layout(self) -> ViewState: ...  # box positions, direction, unfolded boxes (a viewer's may lack it)
     def new_layer(self, layer_type: str, name: str | None = None) -> caffe_pb2.LayerParameter: ...
 
 
@@ -88,6 +93,7 @@ class Commands(Protocol):
     def rename_layer(self, index: int, name: str) -> Command: ...
     def rename_blob(self, old: str, new: str) -> Command: ...
     def compound(self, steps: Sequence[Command], text: str) -> Command: ...
+    def set_layout(self, layout: Any, text: str) -> Command: ...  # a sidecar.ViewState for the document
 
 
 Push = Callable[[Any], None]  # takes the commands ``Commands`` made

@@ -3,7 +3,10 @@
 ``GraphEditor(document, push, selection, commands)`` mirrors ``document``, edits it only through
 ``push(command)`` with commands made by ``commands``, and shares ``selection`` with the rest of the
 app; each is typed by its protocol in ``graph_view.document_api``. Without ``push`` and ``commands``
-it is a viewer.
+it is a viewer. A document with a ``layout`` (a ``sidecar.ViewState``) owns the box positions, the
+direction and the unfolded boxes: gestures change it through ``commands.set_layout`` (one undo step
+each) and the document writes it beside the net when it saves; without one they come from the
+sidecar and stay on the canvas.
 Document changes are coalesced: a Compound of twenty commands redraws once.
 """
 
@@ -108,7 +111,8 @@ class GraphEditor(QWidget):
         self.document.changed.connect(self._on_change)
         self.scene.rebuilt.connect(self._after_rebuild)
         self.scene.selectionChanged.connect(self._scene_selection_changed)
-        self.scene.positions_changed.connect(self.save_sidecar)
+        self.scene.positions_changed.connect(lambda: self._layout_edited("Move boxes"))
+        self.scene.expanded_toggled.connect(lambda: self._layout_edited("Fold or unfold a box"))
         self.problems.problem_clicked.connect(self.reveal)
         self.toolbar.phase_changed.connect(self.set_phase)
         self.toolbar.splits_toggled.connect(self.set_splits)
@@ -165,14 +169,12 @@ class GraphEditor(QWidget):
             self.schedule()
         elif kind in NET_KINDS:
             self.schedule()
-        elif kind == Kind.DIRTY_CHANGED and not self.document.net_dirty:
-            if self.scene.manual:
-                self.save_sidecar()  # the net was saved: its layout goes with it
-        elif kind == Kind.PATH_CHANGED:
-            if not self._load_pending and self.scene.manual:
-                self.save_sidecar()  # Save As: the positions follow the net to its new name
-            if self._load_pending or pymodules.module_names(self.document.net):
-                self.schedule()  # Python layers' modules are looked for in the new folder
+        elif kind == Kind.LAYOUT_CHANGED:
+            if self._scene_layout() != self.document.layout:  # an undo, or an edit made elsewhere
+                self._load_sidecar()  # at once: the next gesture starts from it
+                self.schedule()
+        elif kind == Kind.PATH_CHANGED and (self._load_pending or pymodules.module_names(self.document.net)):
+            self.schedule()  # Python layers' modules are looked for in the new folder
 
     def schedule(self) -> None:
         self._pending = True
@@ -205,6 +207,9 @@ class GraphEditor(QWidget):
         self.problems.show_problems(self.scene.problems)
         g = self.scene.graph
         self.scene.data_hints.recorded.update(g.read_shapes)  # for when the data is gone
+        remember = getattr(self.document, "remember_data_shapes", None)  # a viewer's has no layout
+        if remember is not None and g.read_shapes:
+            remember(g.read_shapes)
         unknown = sum(1 for shapes in g.shapes.values() if None in shapes.tops)
         # Counted as the status bar counts (the document's layers), then what this view adds or leaves out.
         shown, total = len(g.keys_of_index), len(self.document.net.layer)
@@ -253,61 +258,64 @@ class GraphEditor(QWidget):
         self.scene.rebuild()
 
     def set_downward(self, downward: bool) -> None:
+        if downward == self.scene.downward:
+            return
         self.scene.downward = downward
         self.toolbar.set_downward(downward)
         self.scene.rebuild()
         self.view.fit()
-        self.save_sidecar()
+        self._layout_edited("Top-down layout" if downward else "Bottom-up layout")
 
     def relayout(self) -> None:
         self.scene.relayout()
         self.view.fit()
-        self.save_sidecar()
+        self._layout_edited("Auto layout")
 
     def _load_sidecar(self) -> None:
-        state = sidecar.load(getattr(self.document, "net_path", None))
-        self.scene.manual = dict(state.positions) if state else {}
-        self.scene.expanded = set(state.expanded) if state else set()
-        self.scene.downward = state.downward if state else False
+        """The layout to show: the document's, or (a viewer's document has none) the sidecar's."""
+        state = getattr(self.document, "layout", None)
+        if state is None:
+            state = sidecar.load(getattr(self.document, "net_path", None))
+        state = state.copy() if state is not None else sidecar.ViewState()
+        self.scene.manual, self.scene.expanded = state.positions, state.expanded
+        self.scene.downward = state.downward
         self.toolbar.set_downward(self.scene.downward)
-        self.scene.data_hints = Hints(
-            dict(state.input_shapes) if state else {}, dict(state.data_shapes) if state else {}
-        )
+        hints = self.scene.data_hints
+        self.scene.data_hints = Hints(state.input_shapes, state.data_shapes, net_path=hints.net_path)
 
-    def save_sidecar(self) -> str | None:
-        path = getattr(self.document, "net_path", None)
-        if not path or not self.scene.editing:
-            return None
+    def _scene_layout(self) -> sidecar.ViewState:
         names = {layer.name for layer in self.document.net.layer}
-        positions = {k: v for k, v in self.scene.manual.items() if k in names}
-        expanded = {k for k in self.scene.expanded if k in names}
         hints = self.scene.data_hints
-        state = sidecar.ViewState(
-            positions, self.scene.downward, expanded, dict(hints.recorded), dict(hints.typed)
-        )
-        try:
-            return sidecar.save(path, state)
-        except OSError as exc:
-            self.show_message(f"Cannot save the layout beside the net: {exc}")
-            return None
+        return sidecar.ViewState(
+            dict(self.scene.manual),
+            self.scene.downward,
+            set(self.scene.expanded),
+            {k: list(v) for k, v in hints.recorded.items()},
+            dict(hints.typed),
+        ).only(names)
 
-    def net_saved(self) -> None:
-        """The user saved the net: the data shapes read from its sources go beside it (for when
-        the data is gone), with the layout. Never on its own: loading or undoing writes nothing."""
-        hints = self.scene.data_hints
-        if hints.recorded or hints.typed:
-            self.save_sidecar()
+    def _layout_edited(self, label: str) -> None:
+        """A drag, a direction switch, an auto layout or an assumed input shape on the canvas: one
+        undoable edit of the document's layout (a document without one keeps it on the canvas only)."""
+        if self.controller is None or getattr(self.document, "layout", None) is None:
+            return
+        state = self._scene_layout()
+        names = {layer.name for layer in self.document.net.layer}
+        if state != self.document.layout.only(names) and not self.controller.set_layout(state, label):
+            self._load_sidecar()  # refused: the canvas goes back to the document's layout
+            self.schedule()
 
     def set_assumed_shape(self, blob: str, shape: tuple[int, ...] | None) -> None:
         """The shape to assume for ``blob`` while its data layer cannot read its source (None: none);
-        kept in the layout sidecar, never in the prototxt. Every shape after it follows."""
+        part of the layout (undoable, written beside the net on Save), never in the prototxt. Every
+        shape after it follows."""
         typed = self.scene.data_hints.typed
         if shape is None:
             typed.pop(blob, None)
         else:
             typed[blob] = tuple(shape)
         self.scene.rebuild()
-        self.save_sidecar()
+        self._layout_edited("Assume an input shape" if shape is not None else "Forget an assumed shape")
 
     # ---- selection ------------------------------------------------------------------------------
     def _scene_selection_changed(self) -> None:

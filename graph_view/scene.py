@@ -1,10 +1,11 @@
 """The scene mirrors the net: ``show_net`` derives the graph, lays it out and (re)creates the items.
 
-View state lives here, never in the document: the phase shown, the split overlay, the flow
-direction, which boxes have their in-place bands unfolded, and the positions the user dragged
-boxes to (kept in canonical, top-to-bottom coordinates so flipping the direction mirrors them).
-Gestures come out as signals (``connect_requested``, ``rename_requested``, ``blob_rename_requested``,
-``positions_changed``);
+View state lives here: the phase shown and the split overlay. The flow direction, which boxes have
+their in-place bands unfolded, and the positions the user dragged boxes to (kept in canonical,
+top-to-bottom coordinates so flipping the direction mirrors them) mirror the document's layout when
+there is a document: the editor copies them in, and a gesture that changes them here
+(``positions_changed``, ``expanded_toggled``) goes back to the document as one undoable command.
+Gestures come out as signals (``connect_requested``, ``rename_requested``, ``blob_rename_requested``);
 the controller turns them into the document's commands.
 """
 
@@ -33,6 +34,7 @@ class GraphScene(QGraphicsScene):
     rename_requested = Signal(str)  # node key
     blob_rename_requested = Signal(str, int)  # node key, top slot: its wire label was double-clicked
     positions_changed = Signal()  # the user finished dragging boxes
+    expanded_toggled = Signal()  # a box's in-place bands were folded or unfolded
     rebuilt = Signal()
 
     def __init__(self, parent=None) -> None:
@@ -176,6 +178,7 @@ class GraphScene(QGraphicsScene):
     def toggle_expanded(self, key: str) -> None:
         self.expanded.symmetric_difference_update({key})
         self.rebuild()
+        self.expanded_toggled.emit()
 
     # ---- moving ---------------------------------------------------------------------------
     def boxes_dragged(self) -> None:

@@ -8,7 +8,8 @@ not two finite numbers within ``LIMIT`` (NaN, Infinity, 1e308, a 400-digit integ
 as absent, so that box is laid out automatically and the others keep their places.
 The shapes a data layer had the last time its source was read (``data_shapes``, by
 ``engine.data_shapes.record_key``) and the input shapes the user assumed for blobs whose data is
-absent (``input_shapes``) live here too; a malformed shape entry is dropped alone.
+absent (``input_shapes``) live here too; a malformed shape entry is dropped alone. The app's document
+owns a ``ViewState`` (edits to it are undoable) and writes it here only when the net is saved.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from proto.atomic import write_text_atomic
 from proto.inputs import read_regular_text
@@ -33,6 +34,27 @@ class ViewState:
     expanded: set[str] = field(default_factory=set)
     data_shapes: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # "TRAIN/data" -> top shapes
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # blob -> the user's assumed shape
+
+    def copy(self) -> ViewState:
+        return replace(
+            self,
+            positions=dict(self.positions),
+            expanded=set(self.expanded),
+            data_shapes={k: list(v) for k, v in self.data_shapes.items()},
+            input_shapes=dict(self.input_shapes),
+        )
+
+    def is_default(self) -> bool:
+        """Nothing the automatic layout (and a readable data source) would not give by itself."""
+        return not (self.positions or self.downward or self.expanded or self.data_shapes or self.input_shapes)
+
+    def only(self, names: set[str]) -> ViewState:
+        """The state for the boxes in ``names`` (a deleted layer's position is not kept); the shapes,
+        keyed by blob and data layer, stay."""
+        state = self.copy()
+        state.positions = {k: v for k, v in self.positions.items() if k in names}
+        state.expanded = {k for k in self.expanded if k in names}
+        return state
 
 
 def path_for(net_path: str | os.PathLike[str]) -> str:

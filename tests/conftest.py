@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -62,3 +63,25 @@ def _no_trust_gate():
     """A window turns on the app's trust gate for Python layers (engine.pyimport); no test inherits it."""
     yield
     pyimport.require_trust(None)
+
+
+@pytest.fixture(autouse=True)
+def modal_dialogs(request, monkeypatch) -> list[str]:
+    """In tests that use Qt widgets, a question box the test did not answer (e.g. a window left with
+    unparsable text asks on close, when pytest-qt closes it) is answered Escape at once and its text
+    kept here, rather than waiting forever for a click nobody makes. Tests marked ``real_dialogs``
+    click them themselves. Engine tests never load Qt for this."""
+    asked: list[str] = []
+    widgets = sys.modules.get("PySide6.QtWidgets")
+    if widgets is None or request.node.get_closest_marker("real_dialogs"):
+        return asked
+
+    def answer(box) -> int:
+        asked.append(box.text())
+        escape = box.escapeButton()
+        if escape is not None:
+            escape.click()  # what the Escape key would do
+        return int(widgets.QMessageBox.StandardButton.Cancel.value)
+
+    monkeypatch.setattr(widgets.QMessageBox, "exec", answer)
+    return asked

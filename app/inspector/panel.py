@@ -22,6 +22,7 @@ from app.edits import layer_edit, net_edit
 from app.forms import FormOptions, MessageForm
 from app.forms.group import Group
 from app.inspector.header import LayerHeader
+from app.inspector.trained import trained_text
 from app.layer_params import (
     COMMON_FIELDS,
     IDENTITY_FIELDS,
@@ -33,6 +34,7 @@ from app.layer_params import (
 from app.refusal import RefusalLabel
 from engine.fillers import filler_types
 from engine.layers import layer_types
+from graph_view.document_api import Kind
 from proto import caffe_pb2
 
 _LAYER = caffe_pb2.LayerParameter.DESCRIPTOR
@@ -68,6 +70,11 @@ class Inspector(QWidget):
         )
         self.header = LayerHeader(self)
         self.message = RefusalLabel(self)
+        self.trained = QLabel(self)  # the layer's blobs in a model opened with the net
+        self.trained.setObjectName("trainedWeights")
+        self.trained.setWordWrap(True)
+        self.trained.setContentsMargins(10, 2, 10, 4)
+        self.trained.hide()
         self.scroll = QScrollArea(self)  # type: ignore[assignment, method-assign]
         self.scroll.setWidgetResizable(True)  # type: ignore[attr-defined]
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)  # type: ignore[attr-defined]
@@ -75,6 +82,7 @@ class Inspector(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.header)
+        layout.addWidget(self.trained)
         layout.addWidget(self.message)
         layout.addWidget(self.scroll, 1)  # type: ignore[arg-type]
 
@@ -99,6 +107,7 @@ class Inspector(QWidget):
             self._shown_index = None
             self._ensure_page(("net",))
             self.header.show_net(self.doc.net)
+            self.trained.hide()
             self.forms["net"].set_message(self.doc.net)
             return
         layer = self.doc.layer(index)
@@ -110,6 +119,9 @@ class Inspector(QWidget):
         self._shown_index = index
         others = len(self.selection.layers) - 1
         self.header.show_layer(layer, index, len(self.doc.net.layer), max(others, 0))
+        blobs = getattr(self.doc, "weights", {}).get(layer.name)
+        self.trained.setText(trained_text(blobs, self.doc.weights_path) if blobs else "")
+        self.trained.setVisible(bool(blobs))
         for form in self.forms.values():
             form.set_message(layer)
         stray = stray_params(layer)
@@ -220,7 +232,7 @@ class Inspector(QWidget):
         self.refresh()
 
     def _on_document_changed(self, change: Change) -> None:
-        if change.kind in NET_KINDS:
+        if change.kind in NET_KINDS or change.kind == Kind.WEIGHTS_CHANGED:
             self.refresh()
 
     def _blob_names(self) -> list[str]:

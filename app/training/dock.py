@@ -73,6 +73,7 @@ class TrainingDock(QDockWidget):
         self.setObjectName("trainingDock")
         self.doc = doc
         self._before_train = before_train
+        self.vet: Callable[[], bool] | None = None  # the window's checks before a run (False: no run)
         self.controller = TrainingController(doc, self)
         self._make_actions()
 
@@ -97,6 +98,7 @@ class TrainingDock(QDockWidget):
         self.runs.shown_changed.connect(self.plots.set_shown)
         self.plots.export_csv_requested.connect(self.export_csv)
         self.plots.export_png_requested.connect(self.export_png)
+        self._model_shown = False  # the Weights view holds a model opened with the net, not a run's
         self.weights.refresh_requested.connect(self._request_weights)
         self.weights.save_requested.connect(self.save_weights)
         doc.changed.connect(self._on_doc_change)
@@ -237,6 +239,8 @@ class TrainingDock(QDockWidget):
         if guard is not None and not guard.ensure(then=self.train):
             return None  # its Python layers' folder is not trusted: asked; trains once it is
         self.error.hide()
+        if self.vet is not None and not self.vet():
+            return None
         self.show()
         self.raise_()
         if self.user_expanded is not False:
@@ -251,6 +255,14 @@ class TrainingDock(QDockWidget):
             self.error.show()
             self.set_expanded(True)  # a failure is always shown whole
             return None
+
+    def refuse(self, message: str) -> None:
+        """Train will not start: say why (and what to add) in the dock's banner and the console."""
+        self.show()
+        self.raise_()
+        self.error_text.setText(f"<b>Cannot train</b>: {html.escape(message)}")
+        self.error.show()
+        self.console.append_lines([f"Cannot train: {message}"], "#c62828")
 
     def toggle_pause(self) -> None:
         run = self.controller.current
@@ -281,6 +293,7 @@ class TrainingDock(QDockWidget):
         self.runs.add_run(run)
         if not run.active:  # a run read from a log: nothing to follow
             return
+        self._model_shown = False  # the new run's weights from now on
         self.progress.setRange(0, max(1, run.max_iter))
         self.progress.setValue(0)
         self.weights.set_training(True)
@@ -326,7 +339,16 @@ class TrainingDock(QDockWidget):
         self.rate.setText(text)
 
     # ---- weights -----------------------------------------------------------------------------
+    def show_model_weights(self, title: str, weights: dict) -> None:
+        """A trained model opened with the net: the Weights view shows it (not the last run's) until
+        the next run starts."""
+        self._model_shown = True
+        self.weights.show_weights(title, 0, weights)
+        self.weights.info.setText(f"{title} (opened with the net)")
+
     def _request_weights(self) -> None:
+        if self._model_shown:
+            return
         run = self.controller.current
         if run is not None and not self.controller.request_weights(run) and run.weights:
             self._on_weights(run)
@@ -373,7 +395,7 @@ class TrainingDock(QDockWidget):
 
     def _default_path(self, name: str) -> str:
         run = self.controller.current
-        folder = run.job.base_dir if run else os.getcwd()
+        folder = (run.job.output_dir or run.job.base_dir) if run else os.getcwd()
         prefix = f"{run.name.lower().replace(' ', '')}_" if run else ""
         return os.path.join(folder, prefix + name)
 

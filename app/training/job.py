@@ -4,17 +4,20 @@ The solver's net (``net`` or ``train_net``) is replaced by the document's net it
 that are not saved train too and later edits never reach the run. Relative paths (test nets,
 snapshots, data sources) resolve against the document's folder, as they would beside the file.
 A Data layer naming one of the bundled MNIST databases that exists nowhere gets the bundled copy.
-Qt-free.
+A net with no folder of its own to write to (untitled, an example, read-only) snapshots into a
+fresh folder under the per-user runs folder, never beside the file it came from. Trained weights
+opened with the net are where the run starts (the solver's ``weights``). Qt-free.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app import netio
+from app import files, netio
 from app.fields import copy_message
 from engine import pymodules
 from proto import caffe_pb2
@@ -53,6 +56,7 @@ class TrainingJob:
     notes: tuple[str, ...] = field(default=())  # what the console should say before the engine does
     canonical: str = ""  # solver and net rendered the same way every time, for diffs between runs
     module_dirs: tuple[str, ...] = ()  # Python layers' modules are imported from here first
+    output_dir: str = ""  # where snapshots go when not beside the net (a runs folder); "" beside it
 
     @property
     def summary(self) -> str:
@@ -69,9 +73,31 @@ class TrainingJob:
 
 
 def document_folder(doc) -> str:
-    """The folder relative paths mean: the solver's file, else the net's, else the working directory."""
-    path = doc.solver_path or doc.net_path
+    """The folder relative paths mean: the solver's file, else the net's, else the file an untitled
+    copy came from, else the working directory."""
+    path = doc.solver_path or doc.net_path or getattr(doc, "origin", None)
     return os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+
+
+def writes_beside(doc) -> bool:
+    """True when snapshots may go beside the document's files, as ``caffe train`` writes them: the
+    files exist, are not installed examples, and their folder is writable."""
+    paths = [p for p in (doc.solver_path, doc.net_path) if p]
+    if not paths:
+        return False
+    folder = os.path.dirname(os.path.abspath(paths[0]))
+    return not any(files.is_installed(p) for p in paths) and os.access(folder, os.W_OK)
+
+
+def run_folder(name: str) -> Path:
+    """A fresh folder under the runs folder for one run of ``name``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = files.runs_folder() / f"{name or 'net'}-{stamp}"
+    folder, n = base, 1
+    while folder.exists():
+        n += 1
+        folder = base.with_name(f"{base.name}-{n}")
+    return folder
 
 
 def make_job(doc, device: str = "cpu") -> TrainingJob:
@@ -85,7 +111,8 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
     net = copy_message(doc.net)
     canonical = f"{netio.solver_to_text(solver).rstrip()}\n\n{netio.net_to_text(net).rstrip()}\n"
     base_dir = document_folder(doc)
-    absolutize_data_paths(net, base_dir)
+    output = None if writes_beside(doc) else run_folder(Path(solver.snapshot_prefix).name or net.name)
+    absolutize_data_paths(net, base_dir, str(output) if output else None)
     if solver.HasField("train_net") or solver.HasField("train_net_param"):
         solver.ClearField("train_net")
         solver.train_net_param.CopyFrom(net)
@@ -95,6 +122,15 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
     if not solver.snapshot_prefix:  # Caffe master: the solver file's name without its extension
         stem = Path(doc.solver_path).stem if doc.solver_path else (net.name or "net")
         solver.snapshot_prefix = stem
+    output_dir = str(output) if output else ""
+    if output is not None:
+        solver.snapshot_prefix = str(output / (Path(solver.snapshot_prefix).name or "net"))
+        why = "untitled" if not (doc.net_path or doc.solver_path) else "read-only or an installed example"
+        notes.append(f"Snapshots go to {output_dir} (the net is {why}; Save it to train beside it)")
+    weights = getattr(doc, "weights_path", None)
+    if weights and not solver.weights:
+        solver.weights.append(os.path.abspath(weights))
+        notes.append(f"Starting from the weights in {weights}")
     solver.solver_mode = caffe_pb2.SolverParameter.GPU if device == "gpu" else caffe_pb2.SolverParameter.CPU
     solver_text = DEFAULT_SOLVER if notes else doc.solver_text()
     module_dirs = tuple(pymodules.folders(doc.net_path, doc.solver_path))
@@ -106,19 +142,28 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
             "as if the net's folder were on PYTHONPATH"
         )
     return TrainingJob(
-        solver, base_dir, device, doc.net_text(), solver_text, tuple(notes), canonical, module_dirs
+        solver,
+        base_dir,
+        device,
+        doc.net_text(),
+        solver_text,
+        tuple(notes),
+        canonical,
+        module_dirs,
+        output_dir,
     )
 
 
-def absolutize_data_paths(net: caffe_pb2.NetParameter, base_dir: str) -> None:
+def absolutize_data_paths(net: caffe_pb2.NetParameter, base_dir: str, output_dir: str | None = None) -> None:
     """Make relative data files that exist under ``base_dir`` absolute (the rest stay for the data root).
 
-    An HDF5Output's file is written beside the net, as ``caffe train`` run from there writes it.
+    An HDF5Output's file is written beside the net, as ``caffe train`` run from there writes it, or
+    into ``output_dir`` when the run may not write there.
     """
     for layer in net.layer:
         output = layer.hdf5_output_param
         if layer.type == "HDF5Output" and output.file_name and not os.path.isabs(output.file_name):
-            output.file_name = os.path.join(base_dir, output.file_name)
+            output.file_name = os.path.join(output_dir or base_dir, output.file_name)
         for param_name, field_name in _DATA_PATHS:
             if not layer.HasField(param_name):
                 continue

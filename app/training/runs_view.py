@@ -133,9 +133,8 @@ class RunsView(QWidget):
         if run is None:
             return
         index = self._runs.index(run)
-        text = (
-            f"{run.name} · started {run.started:%H:%M:%S} · {run.job.summary}\nfolder: {run.job.base_dir}\n"
-        )
+        folder = run.job.output_dir or run.job.base_dir
+        text = f"{run.name} · started {run.started:%H:%M:%S} · {run.job.summary}\nfolder: {folder}\n"
         if run.snapshots:
             text += "snapshots: " + ", ".join(run.snapshots) + "\n"
         if run.error:

@@ -11,6 +11,7 @@ thread does it at once.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 import time
@@ -111,6 +112,8 @@ class Worker:
         xp = backend.array_module("gpu" if gpu else "cpu")
         say(f"Using {'GPU' if gpu else 'CPU'}")
         provide_bundled_data(self.job.nets(), say)
+        if self.job.output_dir:
+            os.makedirs(self.job.output_dir, exist_ok=True)
         solver = create_solver(self.job.solver, xp=xp, log_fn=say, base_dir=self.job.base_dir)
         say("Starting Optimization")
         return solver

@@ -9,6 +9,12 @@ from undo_history import History
 from app.document import Document
 
 
+@pytest.fixture(autouse=True)
+def _runs_folder(tmp_path_factory, monkeypatch):
+    """Training an untitled net writes into the per-user runs folder: a temporary one in tests."""
+    monkeypatch.setenv("BARISTA_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+
+
 @pytest.fixture
 def doc(tmp_path) -> Document:
     path = tmp_path / "tiny.prototxt"

@@ -97,11 +97,18 @@ def test_a_cifar_like_net_takes_the_shape_typed_in_the_inspector(qtbot, window, 
     qtbot.waitUntil(lambda: status.totals is not None and status.totals.params == 145578, timeout=30000)
     assert "145.6 k params" in window.graph.totals.text() or "146 k params" in window.graph.totals.text()
     assert ("assumed", "shapes assumed (typed)") in scene.nodes["cifar"].lines
-    # kept beside the net, never in it; and the document is the user's own net, untouched
-    assert path.read_text() == CIFAR_TRAIN_TEST
+    # one undoable edit of the layout, never of the net; written beside the net only on Save
+    assert window.isWindowModified() and window.undo_action.text() == "&Undo Assume an input shape"
+    assert not Path(f"{path}.layout.json").exists()
+    assert "100,3,32,32" not in window.doc.net_text() and window.doc.net_text().count("dim:") == 0
+    assert window.save()
+    assert path.read_text().strip() == CIFAR_TRAIN_TEST.strip()  # the user's own net, as it was
     kept = json.loads(Path(f"{path}.layout.json").read_text())
     assert kept["input_shapes"] == {"data": [100, 3, 32, 32]}
-    assert "100,3,32,32" not in window.doc.net_text() and window.doc.net_text().count("dim:") == 0
+    window.undo()
+    qtbot.waitUntil(lambda: scene.graph.shapes["conv1"].tops == [None])
+    window.redo()
+    qtbot.waitUntil(lambda: scene.graph.shapes["conv1"].tops == [(100, 32, 32, 32)])
     # a shape that is not one is refused in words, and changes nothing
     retype(qtbot, box.fields["data"], "100,3,x")
     assert "is not a list of whole numbers" in box.error.text() and box.error.isVisible()

@@ -59,17 +59,17 @@ def type_after(qtbot, window: MainWindow, needle: str, keys: str) -> None:
 
 
 @pytest.mark.skipif(not DEFAULT_NET.is_file(), reason="the LeNet example is not in resources/ yet")
-def test_opens_the_lenet_example_with_its_solver(qtbot):
+def test_opens_the_lenet_example_as_an_untitled_copy_with_its_solver(qtbot):
     w = MainWindow()
     qtbot.addWidget(w)
     assert w.open_file(DEFAULT_SOLVER if DEFAULT_SOLVER.is_file() else DEFAULT_NET)
-    assert w.windowTitle() == "Barista — lenet_train_test.prototxt[*]"
+    assert w.windowTitle() == "Barista — LeNet (example)[*]" and w.doc.net_path is None
     assert not w.isWindowModified()
     w.graph.sync()
     assert w.doc.net.name == "LeNet" and len(w.doc.net.layer) > 5 and "conv1" in w.graph.scene.nodes
     assert w.editor.text == w.doc.net_text() and w.editor.text.startswith("# LeNet")
     if DEFAULT_SOLVER.is_file():
-        assert w.doc.solver_path.endswith("lenet_solver.prototxt") and w.doc.solver.max_iter > 0
+        assert w.doc.solver_path is None and w.doc.solver.max_iter > 0  # the example's, untitled too
 
 
 def test_title_and_dirty_marker(window, net_file):
@@ -169,13 +169,14 @@ def test_close_prompts_only_with_unsaved_changes(qtbot, window, net_file):
     assert other.layer(1).convolution_param.num_output == 9
 
 
-def test_close_prompts_for_text_that_does_not_parse(qtbot, window):
+def test_close_asks_about_text_that_does_not_parse(qtbot, window, net_file):
     type_after(qtbot, window, 'name: "tiny"', " {")
-    window.ask_unsaved_changes = Asked("cancel")
-    assert not window.close()
-    assert window.ask_unsaved_changes.count == 1 and " {" in window.editor.text
-    window.ask_unsaved_changes = Asked("discard")
-    assert window.close()
+    window.ask_unparsable_text = Asked("edit")
+    assert not window.close()  # keep editing
+    assert window.ask_unparsable_text.count == 1 and " {" in window.editor.text
+    assert window.ask_unsaved_changes.count == 0 and net_file.read_text() == NET
+    window.ask_unparsable_text = Asked("discard")
+    assert window.close() and net_file.read_text() == NET
 
 
 def test_opening_a_file_clears_the_undo_stack(qtbot, window, net_file):

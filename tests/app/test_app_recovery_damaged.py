@@ -100,7 +100,7 @@ def test_a_session_whose_restore_fails_unexpectedly_is_kept_aside(qtbot, tmp_pat
     monkeypatch.setattr("app.recovery.restore", broken)
     window = open_window(["main.py"], recovery_dir=root)
     qtbot.addWidget(window)
-    assert window.doc.net_path is not None  # it opened the default example instead
+    assert window.doc.origin is not None and window.doc.net_path is None  # the example, untitled
     assert (root / (DAMAGED + session.name)).is_dir()
     assert "RuntimeError: a bug while restoring" in told.asked[0][1]
     window.workbench.autosave.discard()

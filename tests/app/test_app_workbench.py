@@ -52,7 +52,7 @@ def test_new_and_new_from_example(qtbot, window):
     assert "ResNet-18" in resnet.toolTip()
     resnet.trigger()
     assert window.doc.net.name.startswith("ResNet") and window.doc.net_path is None
-    assert window.windowTitle().startswith("Barista — untitled.prototxt") and not window.isWindowModified()
+    assert window.windowTitle() == "Barista — ResNet-18 (example)[*]" and not window.isWindowModified()
 
     bench.new_action.trigger()
     assert window.doc.net.name == "untitled" and len(window.doc.net.layer) == 0

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
 from app.document import Document
-from app.files import EXAMPLES, open_path
+from app.files import EXAMPLES, open_path, runs_folder
 from app.training import job as job_module
 from app.training.job import absolutize_data_paths, make_job, provide_bundled_data
 from proto import caffe_pb2
@@ -54,8 +55,13 @@ def test_a_net_without_a_solver_trains_with_defaults():
     doc.load_net(parse_net('name: "tiny" layer { name: "x" type: "Input" top: "x" }'))
     job = make_job(doc)
     assert job.solver.base_lr == pytest.approx(0.01) and job.solver.max_iter == 1000
-    assert job.solver.snapshot_prefix == "tiny"
     assert job.notes and "No solver" in job.notes[0]
+    # untitled: its snapshots go into a fresh folder under the runs folder, never the working directory
+    assert (
+        Path(job.output_dir).parent == runs_folder()
+        and job.solver.snapshot_prefix == f"{job.output_dir}/tiny"
+    )
+    assert any(note.startswith(f"Snapshots go to {job.output_dir}") for note in job.notes)
 
 
 def test_relative_data_sources_that_exist_beside_the_file_become_absolute(tmp_path):

@@ -146,7 +146,7 @@ solver_mode: CPU
         (["test", "--model", "{net}", "--weights", "{weights}", "--iterations", "0"], "--iterations"),
         (["time"], "Need a model definition to time"),
         (["time", "--model", "{net}", "--phase", "VAL"], 'phase must be "TRAIN" or "TEST"'),
-        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["frobnicate"], "'frobnicate' is neither a command \\(.*train.*\\) nor a file"),
     ],
     ids=[
         "missing",

@@ -293,7 +293,7 @@ def test_problem_badge_tooltip_and_list_click_selects(rig, qtbot):
     assert r.selection.layers == (4,) and node.isSelected()
 
 
-def test_moved_boxes_persist_beside_the_prototxt(rig, tmp_path):
+def test_moved_boxes_are_document_state_written_only_on_save(rig, tmp_path):
     path = tmp_path / "fork.prototxt"
     path.write_text(FORK)
     r = rig(path=path)
@@ -303,13 +303,44 @@ def test_moved_boxes_persist_beside_the_prototxt(rig, tmp_path):
     moved = box.pos()
     assert (moved - before).manhattanLength() > 60
     sidecar = tmp_path / "fork.prototxt.layout.json"
-    assert sidecar.is_file() and "conv_a" in sidecar.read_text()
+    assert not sidecar.exists() and r.doc.dirty  # a drag is an edit: modified, nothing written
+    assert r.stack.count() == 1 and r.stack.undoText() == "Move boxes"
+    r.stack.undo()  # one undo step puts the box back
+    r.settle()
+    assert (r.scene.nodes["conv_a"].pos() - before).manhattanLength() < 1 and not r.doc.dirty
+    r.stack.redo()
+    r.settle()
+    assert (r.scene.nodes["conv_a"].pos() - moved).manhattanLength() < 1
+    r.doc.save_net()
+    assert sidecar.is_file() and "conv_a" in sidecar.read_text() and not r.doc.dirty
     assert path.read_text() == FORK  # the prototxt stays pure Caffe
     again = rig(path=path)
     assert (again.scene.nodes["conv_a"].pos() - moved).manhattanLength() < 1
-    again.editor.toolbar.relayout.click()  # forget it: the automatic layout again
+    again.editor.toolbar.relayout.click()  # forget it: the automatic layout again, one undo step
     assert (again.scene.nodes["conv_a"].pos() - before).manhattanLength() < 1
+    assert again.doc.dirty and again.stack.undoText() == "Auto layout"
+    assert '"conv_a"' in sidecar.read_text()  # not written until Save
+    again.stack.undo()
+    again.settle()
+    assert (again.scene.nodes["conv_a"].pos() - moved).manhattanLength() < 1 and not again.doc.dirty
+    again.stack.redo()
+    again.doc.save_net()
     assert '"conv_a"' not in sidecar.read_text()
+
+
+def test_the_flow_direction_is_one_undoable_edit(rig, tmp_path):
+    path = tmp_path / "fork.prototxt"
+    path.write_text(FORK)
+    r = rig(path=path)
+    up = r.scene.nodes["conv_a"].pos().y()
+    r.editor.toolbar.direction_action.trigger()
+    assert r.scene.downward and r.doc.layout.downward and r.doc.dirty
+    assert r.stack.undoText() == "Top-down layout" and r.scene.nodes["conv_a"].pos().y() != up
+    assert not (tmp_path / "fork.prototxt.layout.json").exists()
+    r.stack.undo()
+    r.settle()
+    assert not r.scene.downward and not r.doc.dirty and not r.editor.toolbar.direction_action.isChecked()
+    assert r.scene.nodes["conv_a"].pos().y() == pytest.approx(up)
 
 
 def test_a_dropped_layer_keeps_its_place_once_the_net_is_saved(rig, tmp_path):
