@@ -43,7 +43,7 @@ def run(path: str, weights: str | None = None) -> int:
 
         def report() -> None:
             window: Any = next(w for w in QApplication.topLevelWidgets() if hasattr(w, "doc"))
-            status = window.notice.text() if window.notice.isVisible() else ""
+            status = window.notice.full if window.notice.isVisible() else ""
             print(f"{window.windowTitle()}\n{window.summary.text().strip()}\n{status}", flush=True)
             QApplication.quit()
 

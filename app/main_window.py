@@ -30,6 +30,7 @@ from app.document import Change, Document
 from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER
 from app.fillers.docks import add_initialisation_docks
+from app.notice import NoticeLabel
 from app.prototxt_editor import PrototxtEditor
 from app.selection import Selection
 from app.themes import LIGHT, apply_theme
@@ -46,9 +47,6 @@ from proto.textio import parse_solver
 
 APP_NAME = "Barista"
 PROTOTXT_FILTER = "Caffe prototxt (*.prototxt *.pt *.txt);;All files (*)"
-NOTICE_STYLE = (
-    "QLabel#notice { background: #fff4ce; color: #3d3100; border: 1px solid #e8d48a; padding: 2px 8px; }"
-)
 
 
 class MainWindow(QMainWindow):
@@ -84,11 +82,7 @@ class MainWindow(QMainWindow):
 
         self.summary = QLabel(self)
         self.statusBar().addPermanentWidget(self.summary)
-        self.notice = QLabel(self)  # what opening a file had to say (upgraded, solver found, ...)
-        self.notice.setObjectName("notice")
-        self.notice.setStyleSheet(NOTICE_STYLE)
-        self.notice.setWordWrap(True)
-        self.notice.hide()
+        self.notice = NoticeLabel(self)  # what opening a file had to say (upgraded, solver found, ...)
         self.statusBar().addWidget(self.notice, 1)
         self._typed_saved: str | None = None  # unparsable text the user chose to save as typed
         self._make_actions()
@@ -301,10 +295,9 @@ class MainWindow(QMainWindow):
         dialog.open()
 
     def show_notice(self, text: str) -> None:
-        """A lasting line in the status bar (until the next file opens); empty hides it."""
-        self.notice.setText(text)
-        self.notice.setToolTip(text)
-        self.notice.setVisible(bool(text))
+        """A lasting line in the status bar (until the next file opens), whole in its tooltip;
+        empty hides it."""
+        self.notice.show_notice(text)
 
     # ---- drag and drop a file -----------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:

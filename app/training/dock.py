@@ -262,6 +262,7 @@ class TrainingDock(QDockWidget):
         self.raise_()
         self.error_text.setText(f"<b>Cannot train</b>: {html.escape(message)}")
         self.error.show()
+        self.set_expanded(True)  # the reason is read whole, not clipped to the folded bar
         self.console.append_lines([f"Cannot train: {message}"], "#c62828")
 
     def toggle_pause(self) -> None:
@@ -412,6 +413,8 @@ class TrainingDock(QDockWidget):
         self.progress.setValue(0)
 
     def _on_doc_change(self, change) -> None:
+        if change.kind == "net_loaded" and not self.controller.busy:
+            self.error.hide()  # the last net's refusal or failure is not this one's
         if change.kind in ("solver_loaded", "solver_changed", "net_loaded"):
             self.snapshot_action.setToolTip(_snapshot_tip(self.doc.solver))
             if not self.controller.busy:

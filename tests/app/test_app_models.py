@@ -65,7 +65,7 @@ def test_a_model_opens_with_the_net_beside_it_and_train_starts_from_its_weights(
     combo = window.training.weights.layer
     assert [combo.itemText(i) for i in range(combo.count())] == ["conv1", "conv2", "ip1", "ip2"]
     assert "lenet.caffemodel" in window.training.weights.info.text()
-    assert "weights: lenet.caffemodel" in window.notice.text()
+    assert "weights: lenet.caffemodel" in window.notice.full
     window.selection.select([window.doc.index_of("conv1")])  # the inspector's line for its blobs
     trained = window.workbench.inspector.trained
     assert trained.isVisible() and trained.text().startswith("Trained (lenet.caffemodel): 20×1×5×5 σ ")
@@ -95,7 +95,7 @@ def test_a_model_alone_asks_for_its_net_then_rebuilds_it_from_its_layers(window,
         "prob",
     ]
     assert not any(layer.blobs for layer in window.doc.net.layer)  # the weights are not in the text
-    assert "rebuilt from the model's own layer list" in window.notice.text()
+    assert "rebuilt from the model's own layer list" in window.notice.full
     assert window.doc.weights["ip2"][1].shape == (10,)
 
 

@@ -61,7 +61,7 @@ def test_unknown_fields_are_listed_and_dropped_only_when_asked(qtbot, tmp_path):
     assert w.open_file(path)
     assert [layer.name for layer in w.doc.net.layer] == ["data", "pool1", "pool2"]
     assert w.doc.net.layer[2].pooling_param.kernel_size == 2 and "ceil_mode" not in w.editor.text
-    assert "read without the fields" in w.notice.text() and "8:5 pooling_param.ceil_mode" in w.notice.text()
+    assert "read without the fields" in w.notice.full and "8:5 pooling_param.ceil_mode" in w.notice.full
     assert w.isWindowModified()  # Save would write the file without them
     assert path.read_text() == FORK
 

@@ -116,6 +116,11 @@ def test_opening_a_deploy_net_drops_the_solver_and_train_refuses_without_a_loss(
     assert window.training.error.isVisible()
     banner = window.training.error_text.text()
     assert "no loss output" in banner and "SoftmaxWithLoss" in banner
+    label = window.training.error_text  # the folded dock unfolds: the reason is not clipped to its bar
+    assert window.training.expanded and window.training.maximumHeight() > 10000
+    qtbot.waitUntil(lambda: label.height() >= label.heightForWidth(label.width()))
+    assert window.open_file(EXAMPLES / "mnist" / "lenet_solver.prototxt")
+    assert not window.training.error.isVisible()  # the deploy net's refusal went with it
 
 
 def test_train_without_a_solver_offers_a_default_one_saved_beside_the_net(qtbot, window, tmp_path):
@@ -214,9 +219,15 @@ def test_autosave_keeps_the_typed_text(qtbot, tmp_path):
 def test_a_legacy_net_opens_with_a_notice_and_modified(qtbot, window, tmp_path):
     legacy = tmp_path / "lenet_v1.prototxt"
     legacy.write_text((EXAMPLES / "legacy" / "lenet_v1.prototxt").read_text())
+    solver = tmp_path / "lenet_solver_v1.prototxt"
+    solver.write_text((EXAMPLES / "legacy" / "lenet_solver_v1.prototxt").read_text())
     assert window.open_file(legacy)
-    assert window.notice.isVisible() and "Upgraded from a legacy Caffe format" in window.notice.text()
+    assert window.notice.isVisible() and "Upgraded from a legacy Caffe format" in window.notice.full
+    # two notices (upgraded; its solver found) on one line of the status bar, whole in the tooltip
+    assert "lenet_solver_v1" in window.notice.toolTip() and "\n" not in window.notice.text()
+    assert window.statusBar().height() < 3 * window.fontMetrics().height()
+    assert window.notice.text().endswith("…") or "lenet_solver_v1" in window.notice.text()
     assert window.isWindowModified() and window.windowTitle() == "Barista — lenet_v1.prototxt[*]"
     assert window.editor.text.startswith("# LeNet written in the legacy V1 format")
     assert window.save() and not window.isWindowModified() and "layers {" not in legacy.read_text()
-    assert window.open_file(legacy) and not window.notice.isVisible()  # current now: nothing to say
+    assert window.open_file(legacy) and "Upgraded" not in window.notice.full  # current now
