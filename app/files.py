@@ -146,7 +146,12 @@ def open_path(
     _load_solver(doc, solver, os.fspath(solver_path) if solver_path else None)
     notices = loaded.notices()
     if solver_path is not None:
-        notices.append(f"Solver: {solver_path.name} (it trains this net)")
+        if is_installed(solver_path):  # the example's: a copy too, written beside the net on Save
+            notices.append(
+                f"Solver: the example's {solver_path.name} (saved beside the net when you save it)"
+            )
+        else:
+            notices.append(f"Solver: {solver_path.name} (it trains this net)")
     return Opened("net", notices)
 
 

@@ -52,7 +52,7 @@ def read_weights(path: str) -> tuple[dict[str, list[np.ndarray]], caffe_pb2.NetP
             name: [blobs[k] for k in sorted(blobs, key=int)] for name, blobs in groups.items() if blobs
         }
         return weights, None
-    from engine.io import blobproto_to_array
+    from engine.pycaffe.io import blobproto_to_array
 
     model = read_caffemodel(path)
     weights = {

@@ -45,8 +45,11 @@ def test_a_net_no_solver_names_opens_with_none_not_the_previous_one(folder):
 
 def test_an_example_opens_as_an_untitled_copy_with_its_solver():
     doc = Document()
-    open_path(doc, EXAMPLES / "mnist" / "lenet_train_test.prototxt")
+    opened = open_path(doc, EXAMPLES / "mnist" / "lenet_train_test.prototxt")
     assert doc.net_path is None and doc.solver_path is None and doc.title == "LeNet (example)"
+    assert opened.notices == [
+        "Solver: the example's lenet_solver.prototxt (saved beside the net when you save it)"
+    ]
     assert doc.origin == str(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
     assert doc.solver.max_iter == 10000 and not doc.dirty
     assert is_installed(doc.origin) and not is_installed(__file__)
