@@ -14,6 +14,7 @@ import argparse
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +25,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtGui import QFontDatabase, QPainter  # noqa: E402
+from PySide6.QtWidgets import QApplication, QPlainTextEdit  # noqa: E402
 
 from app.files import EXAMPLES  # noqa: E402
 from app.main_window import MainWindow  # noqa: E402
@@ -78,9 +80,19 @@ class Shots:
         return window
 
     def save(self, window: MainWindow, name: str) -> Path:
+        """The window as the user sees it, with the dialog it has open (``window.shown_dialog``)
+        painted where the window manager would centre it."""
         settle()
         path = self.out / f"{name}.png"
-        if not window.grab().save(str(path)):
+        picture = window.grab()
+        dialog = getattr(window, "shown_dialog", None)
+        if dialog is not None:
+            top = dialog.grab()
+            painter = QPainter(picture)
+            x, y = (picture.width() - top.width()) // 2, (picture.height() - top.height()) // 3
+            painter.drawPixmap(x, y, top)
+            painter.end()
+        if not picture.save(str(path)):
             raise OSError(f"screenshots: cannot write {path}")
         return path
 
@@ -90,7 +102,8 @@ class Shots:
         settle()
 
     def close(self, window: MainWindow) -> None:
-        window.training.shutdown()
+        if hasattr(window, "training"):
+            window.training.shutdown()
         window.close()
         window.deleteLater()
         settle(0.1)
@@ -165,6 +178,48 @@ def training(shots: Shots) -> MainWindow:
     return window
 
 
+def export(shots: Shots) -> MainWindow:
+    """File > Export > ONNX on LeNet: where to, the phase, the weights, and the command it runs."""
+    window = shots.window("mnist/lenet.prototxt")
+    dialog = window.export_actions.open_dialog("onnx")
+    dialog.adjustSize()
+    window.shown_dialog = dialog  # type: ignore[attr-defined]
+    settle()
+    return window
+
+
+def command_line(shots: Shots) -> MainWindow:
+    """The command line: ``main.py shapes`` and ``main.py export`` on LeNet, their real output in a
+    terminal-like pane."""
+    net = shots.tmp / "examples" / "mnist" / "lenet_train_test.prototxt"
+    command = [sys.executable, "main.py", "shapes", str(net)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"screenshots: main.py shapes failed: {done.stderr.strip()}")
+    shown = f"$ python main.py shapes examples/mnist/lenet_train_test.prototxt\n{done.stdout}"
+    deploy = shots.tmp / "examples" / "mnist" / "lenet.prototxt"
+    command = [sys.executable, "main.py", "export", str(deploy), str(shots.tmp / "lenet.onnx")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"screenshots: main.py export failed: {done.stderr.strip()}")
+    said = (done.stdout + done.stderr).replace(str(shots.tmp) + os.sep, "").strip()
+    shown += f"\n$ python main.py export examples/mnist/lenet.prototxt lenet.onnx\n{said}\n"
+    window = QPlainTextEdit()
+    window.setReadOnly(True)
+    window.setWindowTitle("Terminal")
+    window.setPlainText(shown)
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    font.setPointSize(10)
+    window.setFont(font)
+    window.setStyleSheet(
+        "QPlainTextEdit { background: #1e1e1e; color: #e6e6e6; border: none; padding: 8px; }"
+    )
+    window.resize(SIZE[0], 420)
+    window.show()
+    settle()
+    return window  # type: ignore[return-value]
+
+
 PICTURES: dict[str, Callable[[Shots], MainWindow]] = {
     "main_window": main_window,
     "canvas": canvas,
@@ -172,6 +227,8 @@ PICTURES: dict[str, Callable[[Shots], MainWindow]] = {
     "initialisation": initialisation,
     "net_start": net_start,
     "training": training,
+    "export": export,
+    "command_line": command_line,
 }
 
 
