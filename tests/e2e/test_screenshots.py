@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 ROOT = Path(__file__).resolve().parents[2]
-FAST = ["main_window", "splits", "initialisation"]
+FAST = ["main_window", "splits", "initialisation", "export"]
 
 
 def distinct_colours(image: QImage) -> int:
