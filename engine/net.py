@@ -18,6 +18,7 @@ import numpy as np
 
 from engine import backend, weights
 from engine.blob import Blob, shape_string
+from engine.data.paths import DEFAULT, DataPaths
 from engine.errors import EngineError, LayerOutOfMemoryError, NetError, UnknownTypeError
 from engine.insert_splits import insert_splits
 from engine.layers import Layer, create_layer
@@ -36,7 +37,9 @@ class Net:
         stages: Iterable[str] | None = None,
         dtype: Any = np.float32,
         xp: ModuleType | None = None,
+        data_paths: DataPaths = DEFAULT,
     ) -> None:
+        """``data_paths``: where the data files its layers name are looked for (engine/data/paths.py)."""
         param_copy = caffe_pb2.NetParameter()
         param_copy.CopyFrom(param)
         if phase is not None:
@@ -47,6 +50,7 @@ class Net:
             param_copy.state.stage.extend(stages)
         self.xp = xp if xp is not None else backend.array_module()
         self.dtype = np.dtype(dtype)
+        self.data_paths = data_paths
         self.debug_info = param_copy.debug_info
         self.logger: Callable[[str], None] = log.info
         self._init(param_copy)
@@ -102,6 +106,7 @@ class Net:
                 layer = create_layer(layer_param, xp=self.xp, dtype=self.dtype)
             except UnknownTypeError as exc:  # Caffe's text names only the type: say which layer
                 raise _in_layer(exc, f"layer '{layer_param.name}': ") from None
+            layer.data_paths = self.data_paths
             self.layers.append(layer)
             self.layer_names.append(layer_param.name)
             self.bottom_vecs.append([])

@@ -17,6 +17,7 @@ from app.training.job import make_job
 from app.training.run import Run
 from app.training.worker import Worker
 from engine import backend
+from engine.events import Event, Failed, Finished, Paused, RunStatus, Snapshotted, Started, Tested
 from engine.weights import write_net_binary, write_net_hdf5
 
 Answer = Callable[[Any, str | None], None]
@@ -44,9 +45,9 @@ class _Relay(QObject):
     def on_batch(self, batch: dict) -> None:
         self.controller._on_batch(self.run, batch)
 
-    @Slot(str, object)
-    def on_event(self, kind: str, payload: dict) -> None:
-        self.controller._on_event(self.run, kind, payload)
+    @Slot(object, float)
+    def on_event(self, event: Event, seconds: float) -> None:
+        self.controller._on_event(self.run, event, seconds)
 
     @Slot(object, object, object)
     def on_answered(self, answer: Answer, result: Any, error: str | None) -> None:
@@ -97,28 +98,24 @@ class TrainingController(QObject):
         self.run_changed.emit(run)
 
     def pause(self) -> None:
-        if self._worker and self.current and self.current.status in ("starting", "running"):
+        if self._worker and self.current and self.current.status in (RunStatus.STARTING, RunStatus.RUNNING):
             self._worker.trainer.pause()
-            self._set_status(self.current, "pausing")
+            self._set_status(self.current, RunStatus.PAUSING)
 
     def resume(self) -> None:
-        if self._worker and self.current and self.current.status in ("pausing", "paused"):
-            self._set_status(self.current, "running")  # first: from here requests go to the worker
+        if self._worker and self.current and self.current.status in (RunStatus.PAUSING, RunStatus.PAUSED):
+            self._set_status(self.current, RunStatus.RUNNING)
             self._worker.trainer.resume()
 
     def stop(self) -> None:
         if self._worker and self.busy:
-            self._set_status(self.current, "stopping")  # type: ignore[arg-type]
+            self._set_status(self.current, RunStatus.STOPPING)  # type: ignore[arg-type]
             self._worker.trainer.stop()
 
     def snapshot(self) -> None:
         """Write PREFIX_iter_N.caffemodel/.solverstate now (after the current iteration)."""
-        if not (self._worker and self.current):
-            return
-        if self.current.status == "paused":
-            self._submit(lambda solver: solver.snapshot(), lambda result, error: self._answered(error))
-        elif self.busy:
-            self._worker.trainer.request_snapshot()
+        if self._worker and self.busy:
+            self._worker.trainer.snapshot()  # at once when paused
 
     def request_weights(self, run: Run | None = None) -> bool:
         """Ask for the current run's weights; ``weights_ready`` follows. False if it has none to give."""
@@ -161,9 +158,8 @@ class TrainingController(QObject):
 
     # ---- from the worker -------------------------------------------------------------------------
     def _submit(self, work, answer: Answer) -> None:
-        assert self._worker is not None and self.current is not None
-        here = not self.current.active or self.current.status == "paused"
-        self._worker.submit(work, answer, here)
+        assert self._worker is not None
+        self._worker.submit(work, answer)
 
     def _answered(self, error: str | None) -> None:
         if error and self.current is not None:
@@ -175,37 +171,30 @@ class TrainingController(QObject):
             run.log.extend(batch["lines"])
             self.lines_added.emit(run, [line for _, line in batch["lines"]])
 
-    def _on_event(self, run: Run, kind: str, payload: dict) -> None:
-        seconds = payload.get("seconds", 0.0)
+    def _on_event(self, run: Run, event: Event, seconds: float) -> None:
         run.seconds = max(run.seconds, seconds)
-        if kind == "started":
-            run.iter, run.max_iter = payload["iter"], payload["max_iter"]
-            self._set_status(run, "running" if run.status == "starting" else run.status)
-        elif kind == "test":
-            run.add_test(payload["iter"], seconds, payload["net"], payload["scores"])
-        elif kind == "snapshot":
-            run.snapshots.append(payload["model"])
+        if isinstance(event, Started):
+            run.iter, run.max_iter = event.iter, event.max_iter
+            if run.status is RunStatus.STARTING:
+                self._set_status(run, RunStatus.RUNNING)
+        elif isinstance(event, Tested):
+            run.add_test(event.iter, seconds, event.net, event.scores)
+        elif isinstance(event, Snapshotted):
+            run.snapshots.append(event.model)
             self.run_changed.emit(run)
-        elif kind == "paused":
-            if run.status == "pausing":
-                self._set_status(run, "paused")
-                self._serve_here(run)
-        elif kind == "finished":
-            run.iter = payload["iter"]
-            self._set_status(run, "stopped" if payload["stopped"] else "finished")
-            self._serve_here(run)
-        elif kind == "error":
-            run.error = payload["message"]
+        elif isinstance(event, Paused):
+            if run.status is RunStatus.PAUSING:
+                self._set_status(run, RunStatus.PAUSED)
+        elif isinstance(event, Finished):
+            run.iter = event.iter
+            self._set_status(run, event.status)
+        elif isinstance(event, Failed):
+            run.error = event.message
             run.log.append((seconds, f"Error: {run.error}"))
-            self._set_status(run, "failed")
-            self._serve_here(run)
-            self.failed.emit(run, run.error, payload.get("traceback", ""))
+            self._set_status(run, RunStatus.FAILED)
+            self.failed.emit(run, run.error, event.traceback)
 
-    def _serve_here(self, run: Run) -> None:
-        if run is self.current and self._worker is not None:
-            self._worker.serve(lambda answer, result, error: answer(result, error))
-
-    def _set_status(self, run: Run, status: str) -> None:
+    def _set_status(self, run: Run, status: RunStatus) -> None:
         if run.status != status:
             run.status = status
             run.version += 1

@@ -39,6 +39,7 @@ from app.training.run import Run
 from app.training.runs_view import RunsView
 from app.training.weights_view import WeightsView
 from engine import backend
+from engine.events import RunStatus
 from proto import caffe_pb2
 
 ERROR_STYLE = "QFrame#trainingError { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; }"
@@ -267,7 +268,7 @@ class TrainingDock(QDockWidget):
 
     def toggle_pause(self) -> None:
         run = self.controller.current
-        if run is not None and run.status in ("pausing", "paused"):
+        if run is not None and run.status in (RunStatus.PAUSING, RunStatus.PAUSED):
             self.controller.resume()
         else:
             self.controller.pause()
@@ -280,13 +281,13 @@ class TrainingDock(QDockWidget):
         busy = self.controller.busy
         self.train_action.setEnabled(not busy)
         self.device.setEnabled(not busy)
-        paused = run is not None and run.status in ("pausing", "paused")
-        self.pause_action.setEnabled(busy and run.status != "stopping")
+        paused = run is not None and run.status in (RunStatus.PAUSING, RunStatus.PAUSED)
+        self.pause_action.setEnabled(busy and run.status is not RunStatus.STOPPING)
         self.pause_action.setText("Resume" if paused else "Pause")
         pix = QStyle.StandardPixmap.SP_MediaPlay if paused else QStyle.StandardPixmap.SP_MediaPause
         self.pause_action.setIcon(self.style().standardIcon(pix))
-        self.stop_action.setEnabled(busy and run.status != "stopping")
-        self.snapshot_action.setEnabled(busy and run.status in ("running", "paused"))
+        self.stop_action.setEnabled(busy and run.status is not RunStatus.STOPPING)
+        self.snapshot_action.setEnabled(busy and run.status in (RunStatus.RUNNING, RunStatus.PAUSED))
 
     # ---- from the controller ------------------------------------------------------------
     def _on_run_added(self, run: Run) -> None:
@@ -328,12 +329,12 @@ class TrainingDock(QDockWidget):
             return
         self.progress.setMaximum(max(1, run.max_iter))
         self.progress.setValue(min(run.iter, run.max_iter))
-        if run.status in ("running", "starting"):
+        if run.status in (RunStatus.RUNNING, RunStatus.STARTING):
             rate, eta = run.rate(), run.eta_s()
             text = f"{rate:,.1f} it/s · ETA {_duration(eta)}" if rate and eta is not None else "starting…"
-        elif run.status in ("pausing", "paused"):
+        elif run.status in (RunStatus.PAUSING, RunStatus.PAUSED):
             text = f"{run.status} at iteration {run.iter}"
-        elif run.status == "stopping":
+        elif run.status is RunStatus.STOPPING:
             text = "stopping…"
         else:
             text = f"{run.status} in {_duration(run.seconds)}"

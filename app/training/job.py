@@ -20,6 +20,7 @@ from pathlib import Path
 from app import files, netio
 from app.fields import copy_message
 from engine import pymodules
+from engine.data.paths import DEFAULT, DataPaths
 from proto import caffe_pb2
 
 # When the document has no solver: Caffe's LeNet schedule, short.
@@ -173,18 +174,15 @@ def absolutize_data_paths(net: caffe_pb2.NetParameter, base_dir: str, output_dir
                 setattr(param, field_name, os.path.join(base_dir, value))
 
 
-def provide_bundled_data(nets: list[caffe_pb2.NetParameter], say: Callable[[str], None]) -> Path | None:
-    """Point the engine's data root at the bundled MNIST when a Data layer needs it; returns the folder.
+def provide_bundled_data(nets: list[caffe_pb2.NetParameter], say: Callable[[str], None]) -> DataPaths:
+    """Where the run's nets look for their data: the bundled MNIST as the data root when a Data
+    layer needs it (the run builds its solver with these; nothing global is set).
 
-    Runs in the worker: the first conversion takes seconds. Nothing happens when every source
+    Runs in the worker: the first conversion takes seconds. Nothing is prepared when every source
     resolves already (a real path, or a data root the user set).
     """
-    from engine.data import mnist, paths
+    from engine.data.bundled import bundled_mnist_for
 
-    sources = [layer.data_param.source for net in nets for layer in net.layer if layer.type == "Data"]
-    missing = [s for s in sources if s and not paths.resolve(s).exists()]
-    if not any(Path(s).name in mnist.SPLITS for s in missing):
-        return None
     shown = [-1]
 
     def progress(done: int, total: int, what: str) -> None:
@@ -193,7 +191,8 @@ def provide_bundled_data(nets: list[caffe_pb2.NetParameter], say: Callable[[str]
             shown[0] = step
             say(f"Preparing the bundled MNIST ({what}): {done}/{total}")
 
-    folder = mnist.ensure_mnist(progress=progress)
-    paths.DATA_ROOT = folder
+    folder = bundled_mnist_for(nets, DEFAULT, progress)
+    if folder is None:
+        return DEFAULT
     say(f"Data root: {folder}")
-    return folder
+    return DEFAULT.with_root(folder)

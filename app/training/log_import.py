@@ -18,6 +18,7 @@ from google.protobuf import text_format
 
 from app.training.job import TrainingJob
 from app.training.run import Run
+from engine.events import RunStatus
 from proto import caffe_pb2
 
 PREFIX = re.compile(r"^[IWEF](\d{4}) (\d\d):(\d\d):(\d\d)\.(\d+)\s+\d+ [^\]]*\] ?(.*)$")
@@ -88,7 +89,7 @@ def read_run(path: str, number: int) -> Run:
         run.add_test(iteration, seconds, net, scores)
     run.max_iter = solver.max_iter or run.iter
     run.log = [(0.0, line) for line in lines]
-    run.status = "finished"
+    run.status = RunStatus.FINISHED
     return run
 
 

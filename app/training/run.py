@@ -13,10 +13,10 @@ import numpy as np
 
 from app.training.job import TrainingJob
 from app.training.series import Series
+from engine.events import RunStatus
 
 TRAIN_COLUMNS = ("iter", "seconds", "loss", "lr")
 TEST_COLUMNS = ("iter", "seconds", "value")
-ACTIVE = frozenset({"starting", "running", "pausing", "paused", "stopping"})
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 
 
@@ -27,7 +27,7 @@ class Run:
         self.job = job
         self.color = PALETTE[(number - 1) % len(PALETTE)]
         self.started = datetime.now()
-        self.status = "starting"
+        self.status = RunStatus.STARTING
         self.max_iter = job.solver.max_iter
         self.iter = 0
         self.seconds = 0.0
@@ -56,7 +56,7 @@ class Run:
     # ---- read by the views ---------------------------------------------------------------
     @property
     def active(self) -> bool:
-        return self.status in ACTIVE
+        return self.status.active
 
     def rate(self, window_s: float = 3.0) -> float | None:
         """Iterations per second over the last ``window_s`` seconds of points."""

@@ -19,9 +19,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.training.run import Run
+from engine.events import RunStatus
 
 COLUMNS = ("Run", "Status", "Iter", "Loss", "Best test", "Fillers", "Settings")
-STATUS_COLORS = {"failed": "#c62828", "finished": "#2e7d32", "stopped": "#8d6e00"}
+STATUS_COLORS = {RunStatus.FAILED: "#c62828", RunStatus.FINISHED: "#2e7d32", RunStatus.STOPPED: "#8d6e00"}
 
 
 def _swatch(color: str) -> QIcon:

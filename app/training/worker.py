@@ -3,16 +3,14 @@
 Iteration points and log lines are batched in the worker and sent at most every ``FLUSH_S``
 (and before any other event, so order holds), so a net that runs thousands of iterations a
 second costs the GUI a few queued signals a second. The GUI asks for work on the solver itself
-(copy the weights, write a .caffemodel) with ``submit``: the worker does it between two
-iterations; while the run is paused or over the worker is not touching the solver, and the GUI
-thread does it at once.
+(copy the weights, write a .caffemodel) with ``submit``: the Trainer's one request queue takes it
+between two iterations (at once while paused); once the run is over the GUI thread does it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -23,8 +21,9 @@ from PySide6.QtCore import QObject, Signal
 
 from app.training.job import TrainingJob, provide_bundled_data
 from engine import backend, pymodules
+from engine.events import Event, Failed, Iteration
 from engine.solvers import Solver, create_solver
-from engine.trainer import Trainer
+from engine.trainer import Trainer, Work
 
 FLUSH_S = 0.1  # the plots redraw at most 10 times a second: sooner buys nothing
 # A small net runs thousands of iterations a second in pure Python and numpy calls too short to let
@@ -38,7 +37,7 @@ class Bridge(QObject):
     """Lives in the GUI thread; emitting from the worker queues the call to the GUI's slots."""
 
     batch = Signal(object)  # {"points": (k, 4) array of iter, seconds, loss, lr; "lines": [(seconds, line)]}
-    event = Signal(str, object)  # type: ignore[assignment]  # the Trainer's kind and payload, plus "seconds"
+    event = Signal(object, float)  # type: ignore[assignment]  # a Trainer's event (engine.events), seconds
     answered = Signal(object, object, object)  # (answer callable, result, error message)
 
 
@@ -47,7 +46,6 @@ class Worker:
         self.job = job
         self.bridge = Bridge()  # no parent: this object keeps it alive while the thread may emit
         self.trainer = Trainer(self._build, self._listen)
-        self._requests: queue.SimpleQueue[tuple[Callable[[Solver], Any], Answer]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._points: list[tuple[float, float, float, float]] = []
         self._lines: list[tuple[float, str]] = []
@@ -68,11 +66,10 @@ class Worker:
             self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def submit(self, work: Callable[[Solver], Any], answer: Answer, here: bool) -> None:
-        """Run ``work(solver)`` between iterations, or now in this thread when ``here`` (paused or over)."""
-        self._requests.put((work, answer))
-        if here:
-            self.serve(self.bridge.answered.emit)
+    def submit(self, work: Work, answer: Answer) -> None:
+        """``work(solver)`` between iterations, or now in this thread once the run is over; ``answer``
+        is called in the GUI thread."""
+        self.trainer.submit(work, lambda result, error: self.bridge.answered.emit(answer, result, error))
 
     def release(self) -> None:
         """Drop the solver (its nets and arrays) once the run is over and nothing will ask for it."""
@@ -80,29 +77,14 @@ class Worker:
         if solver is not None:
             solver.close()  # its data threads stop and its databases close now, not at exit
 
-    # ---- the worker thread (and the GUI thread for ``submit(here=True)``) -------------------
-    def serve(self, reply: Callable[[Answer, Any, str | None], None]) -> None:
-        while True:
-            try:
-                work, answer = self._requests.get_nowait()
-            except queue.Empty:
-                return
-            solver = self.trainer.solver
-            if solver is None:
-                reply(answer, None, "the run has no net (it failed before it was built)")
-                continue
-            try:
-                reply(answer, work(solver), None)
-            except Exception as exc:  # a failed request is an answer, not a dead run
-                reply(answer, None, f"{type(exc).__name__}: {exc}")
-
+    # ---- the worker thread ------------------------------------------------------------------
     def _main(self) -> None:
         try:
             with pymodules.importing_from(self.job.module_dirs, self.job.python_modules()):
                 self.trainer.run()
         except BaseException as exc:  # only when reporting the error itself failed
             with contextlib.suppress(Exception):  # the GUI is gone; nothing is left to tell
-                self.bridge.event.emit("error", {"message": f"{type(exc).__name__}: {exc}", "seconds": 0.0})
+                self.bridge.event.emit(Failed(f"{type(exc).__name__}: {exc}"), 0.0)
 
     def _build(self) -> Solver:
         say = self._log
@@ -111,10 +93,12 @@ class Worker:
         gpu = self.job.device == "gpu"
         xp = backend.array_module("gpu" if gpu else "cpu")
         say(f"Using {'GPU' if gpu else 'CPU'}")
-        provide_bundled_data(self.job.nets(), say)
+        data_paths = provide_bundled_data(self.job.nets(), say)
         if self.job.output_dir:
             os.makedirs(self.job.output_dir, exist_ok=True)
-        solver = create_solver(self.job.solver, xp=xp, log_fn=say, base_dir=self.job.base_dir)
+        solver = create_solver(
+            self.job.solver, xp=xp, log_fn=say, base_dir=self.job.base_dir, data_paths=data_paths
+        )
         say("Starting Optimization")
         return solver
 
@@ -124,19 +108,18 @@ class Worker:
             self._lines.append((now, line))
         self._maybe_flush(now)
 
-    def _listen(self, kind: str, payload: dict[str, Any]) -> None:
+    def _listen(self, event: Event) -> None:
         now = time.perf_counter() - self._t0
-        if kind == "iteration":
+        if isinstance(event, Iteration):
             with self._lock:
-                self._points.append((payload["iter"], now, payload["loss"], payload["lr"]))
-            self.serve(self.bridge.answered.emit)
+                self._points.append((event.iter, now, event.loss, event.lr))
             self._maybe_flush(now)
             if now - self._yielded >= YIELD_S:
                 time.sleep(YIELD_SLEEP_S)  # the GUI thread takes the GIL meanwhile
                 self._yielded = time.perf_counter() - self._t0
             return
         self._flush(now)
-        self.bridge.event.emit(kind, {**payload, "seconds": now})
+        self.bridge.event.emit(event, now)
 
     def _maybe_flush(self, now: float) -> None:
         if now - self._flushed >= FLUSH_S:

@@ -15,7 +15,8 @@ import numpy as np
 
 from engine import backend, pymodules
 from engine.cli import common, glog
-from engine.cli.train import provide_bundled_mnist
+from engine.cli.train import bundled_data
+from engine.data.paths import DEFAULT
 from engine.errors import naming_file
 from engine.net import Net
 from proto import caffe_pb2
@@ -75,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         say("Use CPU.")
         backend.set_mode_cpu()
-    provide_bundled_mnist([param], say)
+    data_paths = bundled_data([param], DEFAULT, say)
     with pymodules.for_nets([args.model], [param]):
         with naming_file(args.model):
-            net = Net(param)
+            net = Net(param, data_paths=data_paths)
         try:
             copy_weights(net)
             score(net, args.iterations, say)

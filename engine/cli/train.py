@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from engine import backend, pymodules, relative_paths
 from engine.cli import common, glog
 from engine.cli.signals import SignalHandler
+from engine.data.bundled import bundled_mnist_for
+from engine.data.paths import DataPaths
 from engine.net import Net
 from engine.solvers import Solver, create_solver
 from proto import atomic, caffe_pb2
@@ -62,9 +64,6 @@ def _snapshot_prefix(prefix: str, solver_path: str) -> str:
     return os.path.join(found.path, os.path.basename(prefix))
 
 
-BUNDLED = ("mnist_train_lmdb", "mnist_test_lmdb")
-
-
 def solver_nets(param: caffe_pb2.SolverParameter) -> list[caffe_pb2.NetParameter]:
     from proto import textio
 
@@ -73,31 +72,29 @@ def solver_nets(param: caffe_pb2.SolverParameter) -> list[caffe_pb2.NetParameter
     return [textio.read_net(p) for p in paths if p and os.path.exists(p)] + [n for n in inline if n.layer]
 
 
-def provide_bundled_mnist(nets: Iterable[caffe_pb2.NetParameter], say: Callable[[str], None]) -> None:
-    """When a net reads Caffe's MNIST LMDBs and they are not where it says, use the bundled copy."""
-    from engine.data import mnist, paths
-
-    sources = [layer.data_param.source for net in nets for layer in net.layer if layer.type == "Data"]
-    wanted = [s for s in sources if os.path.basename(os.path.normpath(s)) in BUNDLED]
-    if not wanted or all(paths.resolve(s).exists() for s in wanted):
-        return
+def bundled_data(
+    nets: Iterable[caffe_pb2.NetParameter], data_paths: DataPaths, say: Callable[[str], None]
+) -> DataPaths:
+    """``data_paths``, with the bundled MNIST as the data root when a net reads Caffe's MNIST LMDBs
+    and they are not where it says."""
 
     def progress(done: int, total: int, what: str) -> None:
         if done == total or done % 10000 == 0:
             say(f"Preparing the bundled MNIST: {what} {done}/{total}")
 
-    paths.DATA_ROOT = mnist.ensure_mnist(progress=progress)
-    say(f"Using the bundled MNIST in {paths.DATA_ROOT}")
+    folder = bundled_mnist_for(nets, data_paths, progress)
+    if folder is None:
+        return data_paths
+    say(f"Using the bundled MNIST in {folder}")
+    return data_paths.with_root(folder)
 
 
-def search_data_beside(param: caffe_pb2.SolverParameter) -> None:
+def data_beside(param: caffe_pb2.SolverParameter) -> DataPaths:
     """Relative data sources not under the working directory are looked for beside each net file
     and in the folders above it, as its ``net:`` path was."""
-    from engine.data import paths
-
     files = [p for p in (param.net, param.train_net, *param.test_net) if p]
     folders = [f for p in files for f in relative_paths.folders_from(p)]
-    paths.SEARCH_FROM[:] = list(dict.fromkeys(folders))
+    return DataPaths(search_from=tuple(dict.fromkeys(folders)))
 
 
 def weight_files(flag: str) -> list[str]:
@@ -179,11 +176,10 @@ def run(args: argparse.Namespace) -> int:
             glog.warning(f"One GPU trains here (no multi-GPU data parallelism): using GPU {gpus[0]} only.")
         param.device_id = gpus[0]
         common.set_device(gpus[0])
-    provide_bundled_mnist(nets, say)
-    search_data_beside(param)
+    data_paths = bundled_data(nets, data_beside(param), say)
     files = [args.solver, param.net, param.train_net, *param.test_net]
     with handler, pymodules.for_nets(files, nets):
-        solver = create_solver(param, log_fn=glog.solver_printer)
+        solver = create_solver(param, log_fn=glog.solver_printer, data_paths=data_paths)
         try:
             solver.action = handler.action
             if args.snapshot:

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.data.errors import DataError
-from engine.data.paths import resolve
+from engine.data.paths import DEFAULT, DataPaths
 from proto.inputs import check_regular, read_regular_text
 
 if TYPE_CHECKING:
     import h5py
 
 
-def read_file_list(path: Path) -> list[Path]:
+def read_file_list(path: Path, data_paths: DataPaths = DEFAULT) -> list[Path]:
     try:
         names = read_regular_text(path).split()
     except OSError as exc:
@@ -33,7 +33,7 @@ def read_file_list(path: Path) -> list[Path]:
         raise DataError(f"the HDF5 file list {path} is not a text file: {exc}") from exc
     if not names:
         raise DataError(f"Must have at least 1 HDF5 filename listed in {path}")
-    return [resolve(name, also=[path.parent]) for name in names]
+    return [data_paths.resolve(name, also=[path.parent]) for name in names]
 
 
 class HDF5Files:

@@ -15,7 +15,7 @@ import numpy as np
 
 from engine.data.errors import DataError
 from engine.data.images import read_image, resize_bilinear
-from engine.data.paths import resolve
+from engine.data.paths import DEFAULT, DataPaths
 from proto.inputs import read_regular_text
 
 INT_MAX = 2**31 - 1
@@ -57,8 +57,10 @@ class ImageList:
         seed: int,
         size: tuple[int, int],
         color: bool,
+        data_paths: DataPaths = DEFAULT,
     ) -> None:
         self.lines = lines
+        self.data_paths = data_paths
         self.root_folder = root_folder
         self.shuffle = shuffle
         self.seed = seed
@@ -83,7 +85,7 @@ class ImageList:
         return images, labels
 
     def load(self, name: str) -> np.ndarray:
-        image = read_image(resolve(self.root_folder + name), self.mode)
+        image = read_image(self.data_paths.resolve(self.root_folder + name), self.mode)
         if self.size[0] > 0:
             image = resize_bilinear(image, *self.size)
         return image

@@ -21,14 +21,20 @@ import numpy as np
 
 from engine.blob import proto_to_array
 from engine.data.errors import DataError
-from engine.data.paths import resolve
+from engine.data.paths import DEFAULT, DataPaths
 from proto import caffe_pb2
 from proto.binaryio import read_blob
 from proto.errors import FormatError
 
 
 class DataTransformer:
-    def __init__(self, param: caffe_pb2.TransformationParameter, phase: int, dtype: Any = np.float32) -> None:
+    def __init__(
+        self,
+        param: caffe_pb2.TransformationParameter,
+        phase: int,
+        dtype: Any = np.float32,
+        data_paths: DataPaths = DEFAULT,
+    ) -> None:
         self.param = param
         self.phase = phase
         self.dtype = np.dtype(dtype)
@@ -38,7 +44,7 @@ class DataTransformer:
         if param.HasField("mean_file"):
             if len(param.mean_value):
                 raise DataError("Cannot specify mean_file and mean_value at the same time")
-            self.mean = load_mean_file(param.mean_file).astype(self.dtype)
+            self.mean = load_mean_file(param.mean_file, data_paths).astype(self.dtype)
         self.mean_values = np.asarray(param.mean_value, self.dtype)
 
     @property
@@ -126,9 +132,9 @@ class DataTransformer:
         return rng
 
 
-def load_mean_file(path: str) -> np.ndarray:
+def load_mean_file(path: str, data_paths: DataPaths = DEFAULT) -> np.ndarray:
     """The (C, H, W) mean image of a ``.binaryproto`` BlobProto (its first item if it has several)."""
-    where = resolve(path)
+    where = data_paths.resolve(path)
     try:
         array = proto_to_array(read_blob(where), np.float64)
     except OSError as exc:

@@ -44,7 +44,9 @@ class BasePrefetchingDataLayer(Layer):
         self.batches_served = 0
         self._prefetcher: Prefetcher | None = None
         with self.data_errors():
-            self.transformer = DataTransformer(self.param.transform_param, self.phase, self.dtype)
+            self.transformer = DataTransformer(
+                self.param.transform_param, self.phase, self.dtype, self.data_paths
+            )
             self.make_batch = self.data_layer_setup(top)
         log.info("output data size: %s", ",".join(str(d) for d in top[0].shape))
 

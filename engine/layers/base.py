@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engine.blob import Blob, shape_string
+from engine.data.paths import DEFAULT, DataPaths
 from engine.errors import BackwardNotImplementedError, LayerSetupError
 from engine.layers.facts import ParamBlob
 from proto import caffe_pb2
@@ -76,6 +77,7 @@ class Layer:
         self.xp = xp
         self.dtype = np.dtype(dtype)
         self.blobs: list[Blob] = []
+        self.data_paths: DataPaths = DEFAULT  # where the files it names are looked for (its net's)
         for index, proto in enumerate(param.blobs):  # parameters stored inside the prototxt itself
             blob = Blob((), self.dtype, xp)
             try:

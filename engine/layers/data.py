@@ -19,7 +19,6 @@ import numpy as np
 from engine.blob import Blob
 from engine.data.datum import datum_to_array, parse_datum
 from engine.data.lmdb_source import LMDBSource, open_database
-from engine.data.paths import resolve
 from engine.data.transformer import DataTransformer
 from engine.layers import facts
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, batch_rng, log
@@ -49,7 +48,7 @@ class DataLayer(BasePrefetchingDataLayer):
                     field,
                 )
         self.prefetch_depth = p.prefetch
-        source = open_database(p.source, p.backend, resolve(p.source))
+        source = open_database(p.source, p.backend, self.data_paths.resolve(p.source))
         if p.rand_skip:
             log.info("layer '%s': data_param.rand_skip is ignored by Data layers, as in Caffe 1.0", self.name)
         batches = DatumBatches(source, self.transformer, p.batch_size, 0, self.seed, self.output_labels)

@@ -17,7 +17,6 @@ import numpy as np
 
 from engine.blob import Blob
 from engine.data.hdf5_source import HDF5Files, read_file_list
-from engine.data.paths import resolve
 from engine.layers import facts
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, log
 from engine.layers.registry import register_layer
@@ -43,7 +42,7 @@ class HDF5DataLayer(BasePrefetchingDataLayer):
             raise self.error("hdf5_data_param.batch_size must be positive")
         if len(self.param.top) != len(top):
             raise self.error("every top must be named: the names select the HDF5 datasets")
-        files = read_file_list(resolve(p.source))
+        files = read_file_list(self.data_paths.resolve(p.source), self.data_paths)
         log.info("Number of HDF5 files: %d", len(files))
         source = HDF5Files(files, list(self.param.top), p.shuffle, self.seed, self.dtype)
         for blob, row_shape in zip(top, source.row_shapes):

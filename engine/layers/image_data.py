@@ -18,7 +18,6 @@ import numpy as np
 from engine import rng
 from engine.blob import Blob
 from engine.data.image_list import ImageList, read_list
-from engine.data.paths import resolve
 from engine.data.transformer import DataTransformer
 from engine.layers import facts
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, batch_rng, log
@@ -45,7 +44,7 @@ class ImageDataLayer(BasePrefetchingDataLayer):
             )
         if p.batch_size <= 0:
             raise self.error("Positive batch size required")
-        lines = read_list(resolve(p.source))
+        lines = read_list(self.data_paths.resolve(p.source))
         log.info("A total of %d images.", len(lines))
         skip = 0
         if p.rand_skip:
@@ -54,7 +53,13 @@ class ImageDataLayer(BasePrefetchingDataLayer):
                 raise self.error(f"Not enough points to skip: {skip} of {len(lines)}")
             log.info("Skipping first %d data points.", skip)
         images = ImageList(
-            lines, p.root_folder, p.shuffle, self.seed, (p.new_height, p.new_width), p.is_color
+            lines,
+            p.root_folder,
+            p.shuffle,
+            self.seed,
+            (p.new_height, p.new_width),
+            p.is_color,
+            self.data_paths,
         )
         first = images.read(skip, 1)[0][0]
         top[0].reshape((p.batch_size, *self.transformer.output_shape(first.shape)))

@@ -23,7 +23,7 @@ import numpy as np
 from engine.blob import Blob
 from engine.data.errors import DataError
 from engine.data.images import decode_image, resize_bilinear
-from engine.data.paths import resolve
+from engine.data.paths import DataPaths
 from engine.data.window_file import WindowFile, read_window_file
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, log
 from engine.layers.registry import register_layer
@@ -52,7 +52,8 @@ class WindowDataLayer(BasePrefetchingDataLayer):
             raise self.error(f"context_pad {p.context_pad} leaves no room in crop_size {crop}")
         if p.crop_mode not in ("warp", "square"):
             raise self.error(f'crop_mode must be "warp" or "square", got {p.crop_mode!r}')
-        windows = read_window_file(resolve(p.source), p.fg_threshold, p.bg_threshold, p.root_folder)
+        where = self.data_paths
+        windows = read_window_file(where.resolve(p.source), p.fg_threshold, p.bg_threshold, p.root_folder)
         if not len(windows.foreground) or not len(windows.background):
             raise self.error(
                 f"the window file {p.source} needs foreground and background windows "
@@ -79,17 +80,19 @@ class WindowDataLayer(BasePrefetchingDataLayer):
         top[1].reshape((p.batch_size,))
         warp = Warp(crop, p.context_pad, p.crop_mode == "square", self.dtype)
         cache = (
-            {i: _read_bytes(path) for i, (path, _) in enumerate(windows.images)} if p.cache_images else None
+            {i: _read_bytes(path, where) for i, (path, _) in enumerate(windows.images)}
+            if p.cache_images
+            else None
         )
         return WindowBatches(
             windows, warp, p.batch_size, p.fg_fraction, bool(self.param.transform_param.mirror),
-            Pixels(mean, mean_values, p.scale, crop, self.dtype), self.seed, cache,
+            Pixels(mean, mean_values, p.scale, crop, self.dtype), self.seed, cache, where,
         )  # fmt: skip
 
 
-def _read_bytes(path: str) -> bytes:
+def _read_bytes(path: str, where: DataPaths) -> bytes:
     try:
-        return read_regular_bytes(resolve(path))
+        return read_regular_bytes(where.resolve(path))
     except OSError as exc:
         raise DataError(f"Could not open or find file {path}: {exc.strerror or exc}") from exc
 
@@ -170,8 +173,10 @@ class WindowBatches:
         pixels: Pixels,
         seed: int,
         cache: dict[int, bytes] | None,
+        where: DataPaths,
     ) -> None:
         self.windows, self.warp, self.pixels, self.seed, self.cache = windows, warp, pixels, seed, cache
+        self.where = where  # the net's DataPaths: where the images are looked for
         self.batch_size, self.mirror = batch_size, mirror
         self.num_fg = int(np.float32(batch_size) * np.float32(fg_fraction))
 
@@ -211,5 +216,5 @@ class WindowBatches:
 
     def _image(self, index: int) -> np.ndarray:
         path = self.windows.images[index][0]
-        data = self.cache[index] if self.cache is not None else _read_bytes(path)
+        data = self.cache[index] if self.cache is not None else _read_bytes(path, self.where)
         return decode_image(data, "color", path)

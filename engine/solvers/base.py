@@ -24,8 +24,9 @@ from typing import Any, ClassVar
 import numpy as np
 from google.protobuf import text_format
 
-from engine import backend, parallel, rng
+from engine import backend, events, parallel, rng
 from engine.blob import Blob
+from engine.data.paths import DEFAULT, DataPaths
 from engine.errors import EngineError
 from engine.graphs import GraphStep
 from engine.solvers import nets, snapshots
@@ -46,8 +47,10 @@ class Solver:
         xp: Any = None,
         log_fn: Callable[[str], None] | None = None,
         base_dir: str | os.PathLike[str] | None = None,
+        data_paths: DataPaths = DEFAULT,
     ) -> None:
-        """``base_dir`` resolves relative net and snapshot paths (Caffe uses the working directory)."""
+        """``base_dir`` resolves relative net and snapshot paths (Caffe uses the working directory);
+        ``data_paths``, the data files its nets' layers name (engine/data/paths.py)."""
         self.param = caffe_pb2.SolverParameter()
         self.param.CopyFrom(param)
         self.say: Callable[[str], None] = log_fn or log.info
@@ -59,8 +62,8 @@ class Solver:
         self.check_param()
         if self.param.random_seed >= 0:
             rng.set_random_seed(self.param.random_seed)
-        self.net = nets.build_train_net(self.param, self.xp, self.say, self._path)
-        self.test_nets = nets.build_test_nets(self.param, self.xp, self.say, self._path)
+        self.net = nets.build_train_net(self.param, self.xp, self.say, self._path, data_paths)
+        self.test_nets = nets.build_test_nets(self.param, self.xp, self.say, self._path, data_paths)
         self.say("Solver scaffolding done.")
         self.iter = 0
         self.current_step = 0
@@ -70,8 +73,8 @@ class Solver:
         self.callbacks: list[Any] = []  # objects with on_start() / on_gradients_ready(), as pycaffe's
         # Asked after each iteration: 'stop', 'snapshot' or None.
         self.action: Callable[[], str | None] = lambda: None
-        # Listeners get (kind, payload): "iteration", "test", "snapshot". Plain callables, no Qt.
-        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        # Listeners get each Iteration, Tested and Snapshotted (engine/events.py). Plain callables, no Qt.
+        self.listeners: list[Callable[[events.Event], None]] = []
         self.rate = 0.0
         self.history = [
             Blob(p.shape, p.dtype, self.xp)
@@ -91,9 +94,9 @@ class Solver:
         for problem in self.param_problems(self.param):
             raise EngineError(problem)
 
-    def emit(self, kind: str, **payload: Any) -> None:
+    def emit(self, event: events.Event) -> None:
         for listener in self.listeners:
-            listener(kind, payload)
+            listener(event)
 
     # --- nets --------------------------------------------------------------------------------
     def _path(self, path: str) -> str:
@@ -150,9 +153,7 @@ class Solver:
             for callback in self.callbacks:
                 callback.on_gradients_ready()
             self.apply_update()
-            self.emit(
-                "iteration", iter=self.iter, loss=float(loss), smoothed_loss=self.smoothed_loss, lr=self.rate
-            )
+            self.emit(events.Iteration(self.iter, float(loss), float(self.smoothed_loss), float(self.rate)))
             self.iter += 1
             request = self.action()
             if (p.snapshot and self.iter % p.snapshot == 0) or request == "snapshot":
@@ -306,7 +307,7 @@ class Solver:
                 self.say(f"    Test net output #{index}: {name} = {mean:g}{suffix}")
                 results[name if total.size == 1 else f"{name}[{index}]"] = mean
                 index += 1
-        self.emit("test", iter=self.iter, net=test_net_id, scores=results)
+        self.emit(events.Tested(self.iter, test_net_id, results))
         return results
 
     # --- the update --------------------------------------------------------------------------
@@ -403,7 +404,7 @@ class Solver:
         """Write the weights and the solver state in snapshot_format; returns both paths."""
         model, state_file = snapshots.save(self)
         self.last_snapshot = (model, state_file)
-        self.emit("snapshot", iter=self.iter, model=model, state=state_file)
+        self.emit(events.Snapshotted(self.iter, model, state_file))
         return model, state_file
 
     def restore(self, state_file: str) -> None:

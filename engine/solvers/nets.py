@@ -4,7 +4,7 @@ and the generic net shared by every test instance, the phase and states merged i
 ``weights`` copied into each).
 
 ``path`` resolves a path the solver file names (its folder, or the working directory as Caffe);
-``say`` takes Caffe's log lines.
+``say`` takes Caffe's log lines; ``data_paths`` is where the nets' layers look for their data files.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from engine.data.paths import DEFAULT, DataPaths
 from engine.errors import EngineError, naming_file
 from engine.net import Net
 from engine.weights import copy_trained_layers_from_file
@@ -28,7 +29,9 @@ def _read_net(path: str) -> caffe_pb2.NetParameter:
     return textio.read_net(path)
 
 
-def build_train_net(p: caffe_pb2.SolverParameter, xp: Any, say: Say, path: Resolve) -> Net:
+def build_train_net(
+    p: caffe_pb2.SolverParameter, xp: Any, say: Say, path: Resolve, data_paths: DataPaths = DEFAULT
+) -> Net:
     sources = [f for f in ("net", "net_param", "train_net", "train_net_param") if p.HasField(f)]
     fields = "net, net_param, train_net, train_net_param"
     if not sources:
@@ -52,11 +55,13 @@ def build_train_net(p: caffe_pb2.SolverParameter, xp: Any, say: Say, path: Resol
     net_param.state.CopyFrom(state)
     file = None if source.endswith("_param") else path(getattr(p, source))
     with naming_file(file) if file else contextlib.nullcontext():  # its errors name the prototxt
-        net = Net(net_param, xp=xp)
+        net = Net(net_param, xp=xp, data_paths=data_paths)
     return load_weights(net, p, say, path)
 
 
-def build_test_nets(p: caffe_pb2.SolverParameter, xp: Any, say: Say, path: Resolve) -> list[Net]:
+def build_test_nets(
+    p: caffe_pb2.SolverParameter, xp: Any, say: Say, path: Resolve, data_paths: DataPaths = DEFAULT
+) -> list[Net]:
     generic = [f for f in ("net", "net_param") if p.HasField(f)]
     if len(generic) > 1:
         raise EngineError("Both net_param and net_file may not be specified.")
@@ -90,7 +95,7 @@ def build_test_nets(p: caffe_pb2.SolverParameter, xp: Any, say: Say, path: Resol
             state.MergeFrom(p.test_state[i])
         net_param.state.CopyFrom(state)
         say(f"Creating test net (#{i}) specified by {sources[i]}")
-        nets.append(load_weights(Net(net_param, xp=xp), p, say, path))
+        nets.append(load_weights(Net(net_param, xp=xp, data_paths=data_paths), p, say, path))
     return nets
 
 

@@ -29,7 +29,6 @@ def bundled_mnist(tmp_path_factory):
 @pytest.fixture
 def lenet_solver(tmp_path, monkeypatch, bundled_mnist):
     """The LeNet example in a fresh folder, set to test every 20 iterations on 2 batches."""
-    monkeypatch.setattr(paths, "DATA_ROOT", None)  # the app sets it; put it back afterwards
     monkeypatch.delenv(paths.ENV_VAR, raising=False)
     monkeypatch.setattr(paths, "user_data_dir", lambda: tmp_path / "no-user-data")
     monkeypatch.setattr(mnist, "default_folder", lambda: bundled_mnist)

@@ -87,7 +87,6 @@ def test_missing_mnist_sources_get_the_bundled_copy(tmp_path, monkeypatch):
     for name in mnist.SPLITS:
         (folder / name).mkdir(parents=True)
     calls = []
-    monkeypatch.setattr(paths, "DATA_ROOT", None)
     monkeypatch.delenv(paths.ENV_VAR, raising=False)
     monkeypatch.setattr(paths, "user_data_dir", lambda: tmp_path / "no-user-data")  # no prepared copy
     monkeypatch.chdir(tmp_path)
@@ -96,10 +95,11 @@ def test_missing_mnist_sources_get_the_bundled_copy(tmp_path, monkeypatch):
         'layer { name: "d" type: "Data" top: "x" data_param { source: "examples/mnist/mnist_train_lmdb" } }'
     )
     lines = []
-    assert provide_bundled_data([net], lines.append) == folder
-    assert folder == paths.DATA_ROOT and len(calls) == 1
-    assert paths.resolve("examples/mnist/mnist_train_lmdb") == folder / "mnist_train_lmdb"
+    data_paths = provide_bundled_data([net], lines.append)
+    assert data_paths.root == folder and len(calls) == 1
+    assert data_paths.resolve("examples/mnist/mnist_train_lmdb") == folder / "mnist_train_lmdb"
     assert any(str(folder) in line for line in lines)
-    assert provide_bundled_data([net], lines.append) is None  # resolves now: nothing more to do
+    # Nothing global was set: other nets (the canvas's, another run's) still do not find it.
+    assert paths.resolve("examples/mnist/mnist_train_lmdb") == Path("examples/mnist/mnist_train_lmdb")
     other = parse_net('layer { name: "d" type: "Data" top: "x" data_param { source: "my_own_lmdb" } }')
-    assert job_module.provide_bundled_data([other], lines.append) is None and len(calls) == 1
+    assert job_module.provide_bundled_data([other], lines.append) == paths.DEFAULT and len(calls) == 1

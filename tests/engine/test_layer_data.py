@@ -200,9 +200,11 @@ def test_in_a_net_with_a_relative_source_found_under_the_data_root(tmp_path, mon
     values, images = uint8_datums(4)
     write_lmdb(tmp_path / "root" / "mnist_train_lmdb", values)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(paths, "DATA_ROOT", tmp_path / "root")
+    root = paths.DataPaths(root=tmp_path / "root")
     # Caffe's relative path: not under the working directory, found by its last component.
-    net = Net(net_param("examples/mnist/mnist_train_lmdb"), phase=caffe_pb2.TRAIN, dtype=np.float32)
+    net = Net(
+        net_param("examples/mnist/mnist_train_lmdb"), phase=caffe_pb2.TRAIN, dtype=np.float32, data_paths=root
+    )
     net.forward()
     net.forward()
     np.testing.assert_array_equal(net.blob_by_name("data").data, images[2:4])
@@ -284,7 +286,6 @@ def test_dropping_the_layer_stops_its_thread_and_releases_the_database(tmp_path)
 def test_data_root_from_the_environment(tmp_path, monkeypatch):
     (tmp_path / "root" / "sub").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(paths, "DATA_ROOT", None)
     monkeypatch.setenv(paths.ENV_VAR, str(tmp_path / "root"))
     assert paths.resolve("sub") == tmp_path / "root" / "sub"
     assert paths.resolve("elsewhere/sub") == tmp_path / "root" / "sub"

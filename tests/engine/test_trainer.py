@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from google.protobuf import text_format
 
+from engine import events
+from engine.events import RunStatus
 from engine.solvers import create_solver
 from engine.trainer import Trainer
 from proto import caffe_pb2
@@ -35,20 +37,20 @@ def solver_param(extra: str = "") -> caffe_pb2.SolverParameter:
 
 class Recorder:
     def __init__(self) -> None:
-        self.events: list[tuple[str, dict]] = []
+        self.events: list[events.Event] = []
         self.lock = threading.Lock()
 
-    def __call__(self, kind: str, payload: dict) -> None:
+    def __call__(self, event: events.Event) -> None:
         with self.lock:
-            self.events.append((kind, payload))
+            self.events.append(event)
 
-    def kinds(self) -> list[str]:
+    def kinds(self) -> list[type]:
         with self.lock:
-            return [k for k, _ in self.events]
+            return [type(e) for e in self.events]
 
-    def of(self, kind: str) -> list[dict]:
+    def of(self, kind: type) -> list:
         with self.lock:
-            return [p for k, p in self.events if k == kind]
+            return [e for e in self.events if isinstance(e, kind)]
 
 
 def test_events_of_a_whole_run(tmp_path):
@@ -62,13 +64,15 @@ def test_events_of_a_whole_run(tmp_path):
     )
     assert trainer.run()
     kinds = recorder.kinds()
-    assert kinds[0] == "started" and kinds[-1] == "finished"
-    iterations = recorder.of("iteration")
-    assert [p["iter"] for p in iterations] == list(range(40))
-    assert all(p["lr"] == pytest.approx(0.01) for p in iterations)
-    assert [p["iter"] for p in recorder.of("snapshot")] == [20, 40]
+    assert kinds[0] is events.Started and kinds[-1] is events.Finished
+    iterations = recorder.of(events.Iteration)
+    assert [p.iter for p in iterations] == list(range(40))
+    assert all(p.lr == pytest.approx(0.01) for p in iterations)
+    assert [p.iter for p in recorder.of(events.Snapshotted)] == [20, 40]
     assert (tmp_path / "tiny_iter_40.solverstate").exists()
-    assert recorder.of("finished")[0]["stopped"] is False
+    assert (
+        recorder.of(events.Finished)[0].status is RunStatus.FINISHED and trainer.status is RunStatus.FINISHED
+    )
 
 
 def test_pause_resume_and_stop_from_another_thread(tmp_path, monkeypatch):
@@ -77,11 +81,11 @@ def test_pause_resume_and_stop_from_another_thread(tmp_path, monkeypatch):
     paused_at = threading.Event()
     gate = threading.Event()
 
-    def listener(kind, payload):
-        recorder(kind, payload)
-        if kind == "iteration" and payload["iter"] == 5:
+    def listener(event):
+        recorder(event)
+        if isinstance(event, events.Iteration) and event.iter == 5:
             trainer.pause()
-        if kind == "paused":
+        if isinstance(event, events.Paused):
             paused_at.set()
 
     trainer = Trainer(
@@ -90,28 +94,30 @@ def test_pause_resume_and_stop_from_another_thread(tmp_path, monkeypatch):
     worker = threading.Thread(target=lambda: (trainer.run(), gate.set()))
     worker.start()
     assert paused_at.wait(10)
-    count = len(recorder.of("iteration"))
+    count = len(recorder.of(events.Iteration))
     assert trainer.paused and count == 6  # iterations 0..5, then it waits between iterations
+    assert trainer.status is RunStatus.PAUSED
     threading.Event().wait(0.2)
-    assert len(recorder.of("iteration")) == count  # nothing runs while paused
+    assert len(recorder.of(events.Iteration)) == count  # nothing runs while paused
     trainer.resume()
-    while len(recorder.of("iteration")) < count + 5:
+    assert trainer.status is RunStatus.RUNNING
+    while len(recorder.of(events.Iteration)) < count + 5:
         threading.Event().wait(0.01)
     trainer.stop()
     assert gate.wait(10)
     worker.join()
-    assert "resumed" in recorder.kinds()
-    assert recorder.of("finished")[0]["stopped"] is True
+    assert events.Resumed in recorder.kinds()
+    assert recorder.of(events.Finished)[0].status is RunStatus.STOPPED
 
 
 def test_snapshot_on_request(tmp_path):
     recorder = Recorder()
     prefix = str(tmp_path / "now")
 
-    def listener(kind, payload):
-        recorder(kind, payload)
-        if kind == "iteration" and payload["iter"] == 3:
-            trainer.request_snapshot()
+    def listener(event):
+        recorder(event)
+        if isinstance(event, events.Iteration) and event.iter == 3:
+            trainer.snapshot()
 
     trainer = Trainer(
         lambda: create_solver(
@@ -121,7 +127,7 @@ def test_snapshot_on_request(tmp_path):
         listener,
     )
     assert trainer.run()
-    assert [p["iter"] for p in recorder.of("snapshot")] == [4]
+    assert [p.iter for p in recorder.of(events.Snapshotted)] == [4]
     assert (tmp_path / "now_iter_4.caffemodel").exists()
 
 
@@ -135,7 +141,8 @@ def test_non_finite_loss_stops_the_run_naming_the_layer(tmp_path):
         recorder,
     )
     assert not trainer.run()
-    message = recorder.of("error")[0]["message"]
+    message = recorder.of(events.Failed)[0].message
+    assert trainer.status is RunStatus.FAILED
     assert "loss is" in message and "first non-finite output: layer 'loss'" in message
     snapshots = sorted(tmp_path.glob("nan_iter_*.caffemodel"))
     assert snapshots  # earlier snapshots stay intact and readable
@@ -149,7 +156,7 @@ def test_setup_errors_are_reported_not_raised():
     bad.net_param.layer[1].bottom[0] = "nope"
     trainer = Trainer(lambda: create_solver(bad, log_fn=lambda s: None), recorder)
     assert not trainer.run()
-    assert "Unknown bottom blob 'nope'" in recorder.of("error")[0]["message"]
+    assert "Unknown bottom blob 'nope'" in recorder.of(events.Failed)[0].message
 
 
 RESUMABLE = """
@@ -168,7 +175,7 @@ layer { name: "loss" type: "EuclideanLoss" bottom: "fc2" bottom: "y" top: "loss"
 
 def losses_of(solver, iterations: int) -> list[float]:
     seen: list[float] = []
-    solver.listeners.append(lambda kind, p: seen.append(p["loss"]) if kind == "iteration" else None)
+    solver.listeners.append(lambda e: seen.append(e.loss) if isinstance(e, events.Iteration) else None)
     solver.step(iterations)
     return seen
 
@@ -232,13 +239,14 @@ def test_resume_with_lmdb_data_and_test_nets_reproduces_losses_and_scores(tmp_pa
 
     def record(solver, iterations):
         seen: list[tuple] = []
-        solver.listeners.append(
-            lambda kind, p: (
-                seen.append((kind, p["loss"] if kind == "iteration" else p.get("scores")))
-                if kind in ("iteration", "test")
-                else None
-            )
-        )
+
+        def note(e: events.Event) -> None:
+            if isinstance(e, events.Iteration):
+                seen.append(("iteration", e.loss))
+            elif isinstance(e, events.Tested):
+                seen.append(("test", e.scores))
+
+        solver.listeners.append(note)
         solver.step(iterations)
         return seen
 

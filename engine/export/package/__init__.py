@@ -22,7 +22,6 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
-from engine.data.paths import resolve
 from engine.export import ExportError, needs
 from engine.export.torch_args import INPUT_TYPES
 from engine.export.torch_codegen import IMPORTS, ExportedNet, describe, library_source, net_source
@@ -65,12 +64,12 @@ def _data_layers(net: Net) -> list[str]:
         for field in ("data_param", "image_data_param", "hdf5_data_param"):
             if copy.HasField(field):
                 sub = getattr(copy, field)
-                found = resolve(sub.source)
+                found = net.data_paths.resolve(sub.source)
                 if found.exists():
                     sub.source = str(found.resolve())
         mean = copy.transform_param.mean_file
-        if mean and resolve(mean).exists():
-            copy.transform_param.mean_file = str(resolve(mean).resolve())
+        if mean and net.data_paths.resolve(mean).exists():
+            copy.transform_param.mean_file = str(net.data_paths.resolve(mean).resolve())
         out.append(text_format.MessageToString(copy, as_one_line=True))
     return out
 
@@ -108,14 +107,15 @@ def export_package(
     torch = needs("torch")
 
     from engine import rng
-    from engine.cli.train import provide_bundled_mnist, read_solver, solver_nets
+    from engine.cli.train import bundled_data, read_solver, solver_nets
+    from engine.data.paths import DEFAULT
     from engine.solvers import create_solver
 
     # As `main.py train` reads it: net paths beside the solver.
     solver_param = read_solver(solver_path) if param is None else param
-    provide_bundled_mnist(solver_nets(solver_param), lambda message: None)
+    data_paths = bundled_data(solver_nets(solver_param), DEFAULT, lambda message: None)
     with rng.seeded(solver_param.random_seed if solver_param.random_seed >= 0 else 0):
-        solver = create_solver(solver_param, log_fn=lambda message: None)
+        solver = create_solver(solver_param, log_fn=lambda message: None, data_paths=data_paths)
     try:
         if weights:
             for name in weights.split(","):
