@@ -114,8 +114,12 @@ class TrainingController(QObject):
 
     def snapshot(self) -> None:
         """Write PREFIX_iter_N.caffemodel/.solverstate now (after the current iteration)."""
-        if self._worker and self.busy:
-            self._worker.trainer.snapshot()  # at once when paused
+        if not (self._worker and self.busy):
+            return
+        if self.current is not None and self.current.status is RunStatus.PAUSED:  # at once, errors said
+            self._submit(lambda solver: solver.snapshot(), lambda result, error: self._answered(error))
+        else:
+            self._worker.trainer.snapshot()
 
     def request_weights(self, run: Run | None = None) -> bool:
         """Ask for the current run's weights; ``weights_ready`` follows. False if it has none to give."""
