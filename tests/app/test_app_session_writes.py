@@ -18,7 +18,6 @@ def bundled_mnist(tmp_path_factory, monkeypatch):
     folder = mnist.default_folder()
     if not mnist.is_complete(folder):
         folder = mnist.ensure_mnist(tmp_path_factory.mktemp("mnist"))
-    monkeypatch.setattr(paths, "DATA_ROOT", None)  # the app sets it; put it back afterwards
     monkeypatch.delenv(paths.ENV_VAR, raising=False)
     monkeypatch.setattr(mnist, "default_folder", lambda: folder)
     return folder
