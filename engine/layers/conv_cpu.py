@@ -33,6 +33,9 @@ from engine import backend, parallel
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
 # the copy that writes them and the GEMM that reads them (CIFAR-10 quick's conv2 ran best near 2 MiB).
 BLOCK_BYTES = 2 << 20
+GATHER_MAX_GROWTH = (
+    1.3  # the stride-1 data gradient gathers when the input has at most this many more positions
+)
 MIN_GROUP_CHANNELS = 4  # fewer input channels per group (depthwise): tiny GEMMs, the reference path
 
 
@@ -147,7 +150,10 @@ class CpuConv:
         self.windows = Geometry(kernel, stride, dilation, conv_out, group)
         # The stride-1 data gradient as a convolution of dY needs a padding of extent - 1 - pad >= 0.
         self.flip_pad = tuple(d * (k - 1) - p for k, p, d in zip(kernel, pad, dilation))
-        self.gather = all(s == 1 for s in stride) and min(self.flip_pad) >= 0
+        # It multiplies over the padded dY, so it pays only where the conv input is not much larger
+        # than the output (LeNet's conv2, 12 x 12 -> 8 x 8, is 2.25x cheaper as a scatter).
+        larger = (conv_in[0] * conv_in[1]) / max(1, conv_out[0] * conv_out[1])
+        self.gather = all(s == 1 for s in stride) and min(self.flip_pad) >= 0 and larger <= GATHER_MAX_GROWTH
         self.flipped = Geometry(kernel, (1, 1), dilation, conv_in, group)
 
     def weights(self, w: Any) -> Any:

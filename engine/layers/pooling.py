@@ -269,7 +269,16 @@ class PoolingLayer(Layer):
         elif self.method == P.MAX and self.fast == "kernel":
             kernels.max_pool_backward(dy, self.index, bottom[0].diff, self.kernel, self.stride, self.pad)
         elif self.method == P.MAX and self.fast == "cpu":
-            self.cpu_max.backward(dy, bottom[0].diff, self.pad)
+            if self.cpu_max.apart:
+                direct = self.frame == self.size and not any(self.pad)
+                shape = (*dy.shape[:2], *self.frame)
+                frame = bottom[0].diff if direct else self.workspace.get("frame_diff", shape, self.dtype, np)
+                self.cpu_max.backward_apart(dy, frame)
+                if not direct:
+                    bottom[0].diff[...] = 0
+                    bottom[0].diff[self.frame_in_image()] = frame[self.image_in_frame()]
+            else:
+                self.cpu_max.backward(dy, bottom[0].diff, self.pad)
         elif self.method == P.MAX or self.phase == caffe_pb2.TRAIN:
             self.unpatch(self.chosen(dy), bottom[0])
         else:  # d/dx_j of sum(x^2) / sum(x) = (2 x_j - y) / sum(x)

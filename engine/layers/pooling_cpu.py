@@ -65,6 +65,7 @@ class MaxPool:
         (fh, _), (ph, pw) = frame, pooled
         get = workspace.get
         self.kernel, self.stride, self.pooled = kernel, stride, pooled
+        self.apart = all(s >= k for s, k in zip(stride, kernel))
         self.row_max = get("row_max", (n, c, fh, pw), dtype, np)
         self.across = get("across", (n, c, fh, pw), np.int8, np)
         self.down = get("down", (n, c, ph, pw), np.int8, np)
@@ -123,6 +124,25 @@ class MaxPool:
             np.add.at(part.reshape(-1), at.reshape(-1), live_dy[s].reshape(-1))
 
         parallel.run(images, n, np, parallel.grain(diff[0:1].size))
+
+    def backward_apart(self, dy: Any, frame: Any) -> None:
+        """For windows that do not overlap (``apart``: stride >= kernel), frame (N, C, FH, FW) = dy
+        sent down the two tournaments by masked products: each pixel is in one window at most."""
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
+        live_dy, row_diff = self.diffs[0], self.row_max  # the row maxima are not needed any more
+
+        def images(start: int, stop: int) -> None:
+            s = slice(start, stop)
+            np.multiply(dy[s], self.live[s], out=live_dy[s])  # a window that chose nothing sends nothing
+            if sh > kh:
+                row_diff[s] = 0
+            for i, view in enumerate(candidates(row_diff[s], kh, sh, ph, -2)):
+                np.multiply(live_dy[s], self.down[s] == i, out=view)
+            frame[s] = 0
+            for j, view in enumerate(candidates(frame[s], kw, sw, pw, -1)):
+                np.multiply(row_diff[s], self.across[s] == j, out=view)
+
+        parallel.run(images, dy.shape[0], np, parallel.grain(frame[0:1].size))
 
     def chosen(self, pad: Any, s: slice = slice(None)) -> tuple[Any, Any]:
         """The image row and column of each window's choice, for images ``s`` (meaningful where ``live``)."""
