@@ -11,7 +11,7 @@ After a warm-up they alternate, ``steps`` steps each per round, so all see the s
 prints each one's median ms/step (wall; and the CPU time of all its threads, which on a busy
 machine tells more: threads waiting for a core spin or sleep) and the ratios engine/peer of the
 wall times (< 1: the engine is faster), with the machine's load average. Real Caffe is found
-through the env.sh that ../shared/tools/build_caffe.sh writes ($CAFFE_ROOT/env.sh, else
+through the env.sh a Caffe 1.0 build script writes ($CAFFE_ROOT/env.sh, else
 ~/caffe-ref/env.sh); without one its column is skipped, said so.
 """
 
@@ -183,7 +183,7 @@ def bench_net(name: str, args: argparse.Namespace, env: Path | None, folder: Pat
         if peer in median:
             print(f"  ratio engine/{peer} {median['engine'] / median[peer]:.2f}")
     if not caffe:
-        print("  caffe: no build found (../shared/tools/build_caffe.sh; --caffe ENV_SH): column skipped")
+        print("  caffe: no build found (set CAFFE_ROOT or pass --caffe ENV_SH): column skipped")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -63,7 +63,7 @@ def wait_preview(qtbot, window: MainWindow, filler_type: str | None = None, role
             and (role is None or p.role == role)
         )
 
-    qtbot.waitUntil(ready, timeout=15000)
+    qtbot.waitUntil(ready, timeout=60000)
     return preview.current
 
 
@@ -126,7 +126,7 @@ def test_each_filler_shows_only_the_fields_it_reads(qtbot, tmp_path):
     qtbot.keyClick(std, Qt.Key.Key_Return)
     assert re.search(r"std:\s*0\.01\b", prototxt_filler(window, "weight_filler"))
     wait_preview(qtbot, window, "gaussian")
-    qtbot.waitUntil(lambda: abs(fillers(window).preview.current.filler.std - 0.01) < 1e-6, timeout=15000)
+    qtbot.waitUntil(lambda: abs(fillers(window).preview.current.filler.std - 0.01) < 1e-6, timeout=60000)
     warning = fillers(window).preview.warnings
     assert warning.isVisible() and "smaller than √(2/fan_in) = 0.118 (fan_in 144)" in warning.text()
 
@@ -184,7 +184,7 @@ def test_the_preview_is_what_fill_writes_and_reseed_draws_again(qtbot, tmp_path)
 
     qtbot.mouseClick(panel.reseed, Qt.MouseButton.LeftButton)
     assert panel.seed == 2
-    qtbot.waitUntil(lambda: not np.array_equal(panel.preview.current.values, first), timeout=15000)
+    qtbot.waitUntil(lambda: not np.array_equal(panel.preview.current.values, first), timeout=60000)
     again = panel.preview.current.values
     np.testing.assert_array_equal(
         again, initial_parameters(window.net_path_for_test, caffe_pb2.TRAIN, 2)["conv/0"]
@@ -232,7 +232,7 @@ def test_without_shapes_the_rows_still_edit_and_the_preview_says_why(qtbot, tmp_
     window = open_window(qtbot, tmp_path, text)
     window.selection.select(CONV)
     panel = fillers(window)
-    qtbot.waitUntil(lambda: panel.initial is not None, timeout=15000)
+    qtbot.waitUntil(lambda: panel.initial is not None, timeout=60000)
     assert panel.rows[0].shape.text() == "shape unknown"
     assert (
         "cannot be built" in panel.preview.message.text() and "no_such_lmdb" in panel.preview.message.text()
