@@ -16,6 +16,25 @@ def _runs_folder(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def lenet_window(qtbot):
+    """The window at 1280x800 on the LeNet example, its canvas drawn."""
+    from app.files import EXAMPLES
+    from app.main_window import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.ask_unsaved_changes = lambda *args: "discard"
+    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
+    w.graph.sync()
+    yield w
+    w.training.shutdown()
+
+
+@pytest.fixture
 def doc(tmp_path) -> Document:
     path = tmp_path / "tiny.prototxt"
     path.write_text(NET)

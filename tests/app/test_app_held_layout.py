@@ -7,23 +7,10 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from app.files import EXAMPLES
-from app.main_window import MainWindow
-
 
 @pytest.fixture
-def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
-    w.graph.sync()
-    yield w
-    w.training.shutdown()
+def window(lenet_window):
+    return lenet_window
 
 
 def places(window) -> dict[str, tuple[float, float]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from answers import Asked
 from PySide6.QtCore import Qt
 
 from app.commands import AddLayer, CommandError, RenameLayer, SetLayerField
@@ -18,17 +19,6 @@ layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
         convolution_param { num_output: 4 kernel_size: 3 } }
 layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
 """
-
-
-class Asked:
-    """Stands in for a dialog: records that it was asked and gives a fixed answer."""
-
-    def __init__(self, answer):
-        self.answer, self.count = answer, 0
-
-    def __call__(self, *args):
-        self.count += 1
-        return self.answer
 
 
 @pytest.fixture

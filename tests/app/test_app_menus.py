@@ -8,23 +8,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLineEdit
 
-from app.files import EXAMPLES
-from app.main_window import MainWindow
-
 
 @pytest.fixture
-def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
-    w.graph.sync()
-    yield w
-    w.training.shutdown()
+def window(lenet_window):
+    return lenet_window
 
 
 def menu(window, title):

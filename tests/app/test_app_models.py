@@ -8,6 +8,7 @@ import shutil
 
 import numpy as np
 import pytest
+from answers import Asked
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
@@ -18,15 +19,6 @@ from app.main_window import MainWindow
 from app.training.job import make_job
 
 DEPLOY = EXAMPLES / "mnist" / "lenet.prototxt"
-
-
-class Asked:
-    def __init__(self, answer):
-        self.answer, self.count = answer, 0
-
-    def __call__(self, *args):
-        self.count += 1
-        return self.answer
 
 
 @pytest.fixture

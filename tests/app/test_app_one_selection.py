@@ -9,24 +9,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
-from app.files import EXAMPLES
 from app.layer_spans import layer_spans
-from app.main_window import MainWindow
 
 
 @pytest.fixture
-def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
-    w.graph.sync()
-    yield w
-    w.training.shutdown()
+def window(lenet_window):
+    return lenet_window
 
 
 def names(window) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from answers import Asked
 
 from app import workbench
 from app.autosave import EDITOR_FILE, MANIFEST, NET_FILE
@@ -17,15 +18,6 @@ layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim:
 layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
         convolution_param { num_output: 4 kernel_size: 3 } }
 """
-
-
-class Asked:
-    def __init__(self, answer):
-        self.answer, self.asked = answer, []
-
-    def __call__(self, *args):
-        self.asked.append(args)
-        return self.answer
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from answers import Asked
 
 from app import workbench
 from app.autosave import MANIFEST, NET_FILE
@@ -15,15 +16,6 @@ from app.recovery import DAMAGED, find_crashed
 NET = (
     'name: "tiny"\nlayer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 2 } } }\n'
 )
-
-
-class Asked:
-    def __init__(self, answer=None):
-        self.answer, self.asked = answer, []
-
-    def __call__(self, *args):
-        self.asked.append(args)
-        return self.answer
 
 
 def crashed_session(root, manifest_text: str, name: str = "session-0badc0ffee00"):

@@ -4,6 +4,7 @@ through one message listing each field with file:line:col, and "Open without the
 from __future__ import annotations
 
 import pytest
+from answers import Asked
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -20,16 +21,6 @@ layer { name: "pool2" type: "Pooling" bottom: "pool1" top: "pool2"
     ceil_mode: true }
 }
 """
-
-
-class Asked:
-    def __init__(self, answer):
-        self.answer, self.count, self.args = answer, 0, None
-
-    def __call__(self, *args):
-        self.count += 1
-        self.args = args
-        return self.answer
 
 
 def make_window(qtbot):

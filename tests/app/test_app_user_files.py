@@ -5,6 +5,7 @@ whole-session check of resources/ are in test_app_models.py and test_app_session
 from __future__ import annotations
 
 import pytest
+from answers import Asked
 from gestures import drag_box
 
 from app import saving
@@ -28,15 +29,6 @@ layer { name: "label" type: "Input" top: "label" input_param { shape { dim: 4 } 
 layer { name: "fc" type: "InnerProduct" bottom: "data" top: "fc" inner_product_param { num_output: 2 } }
 layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
 """
-
-
-class Asked:
-    def __init__(self, answer):
-        self.answer, self.count = answer, 0
-
-    def __call__(self, *args):
-        self.count += 1
-        return self.answer
 
 
 @pytest.fixture
