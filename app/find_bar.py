@@ -156,7 +156,7 @@ class FindBar(QFrame):
         key = (self.edit.document().revision(), pattern.pattern, pattern.flags)
         if key != self._cache[0]:
             text = self.edit.toPlainText()
-            position = _qt_positions(text)
+            position = qt_positions(text)
             spans = [
                 (position(m.start()), position(m.end()))
                 for m in pattern.finditer(text)
@@ -276,8 +276,9 @@ class FindBar(QFrame):
 _TAG = QTextCharFormat.Property.UserProperty + 7  # marks our highlights among the editor's selections
 
 
-def _qt_positions(text: str):
-    """Python string index -> Qt text position: the same unless the text has astral characters."""
+def qt_positions(text: str):
+    """Python string index -> Qt text position (UTF-16 units): the same unless the text has astral
+    characters (the find bar and the selection tint share it)."""
     if all(ord(c) < 0x10000 for c in text):
         return lambda index: index
     offsets, total = [], 0

@@ -12,22 +12,11 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QTextEdit
 
+from app.find_bar import qt_positions
 from app.layer_spans import layer_spans, span_at
 
 _TAG = QTextCharFormat.Property.UserProperty + 11  # marks our tint among the editor's selections
 _LIGHT, _DARK = QColor(245, 158, 11, 38), QColor(245, 158, 11, 56)
-
-
-def _qt_offsets(text: str):
-    """Python index -> Qt position (UTF-16 units): the same unless the text has astral characters."""
-    if all(ord(c) < 0x10000 for c in text):
-        return lambda index: index
-    offsets, total = [], 0
-    for c in text:
-        offsets.append(total)
-        total += 2 if ord(c) >= 0x10000 else 1
-    offsets.append(total)
-    return offsets.__getitem__
 
 
 class TextSelection(QObject):
@@ -47,7 +36,7 @@ class TextSelection(QObject):
             found = layer_spans(text) if not self.editor.has_pending_text() else []
             if len(found) != len(self.editor.doc.net.layer):
                 found = []  # the text and the net disagree: better no mark than a wrong one
-            at = _qt_offsets(text)
+            at = qt_positions(text)
             self._spans = (text, [(at(a), at(b)) for a, b in found])
         return self._spans[1]
 
