@@ -159,13 +159,24 @@ class Workspace:
     def __init__(self) -> None:
         self._arrays: dict[str, tuple[ModuleType, Any]] = {}
 
-    def get(self, name: str, shape: tuple[int, ...], dtype: Any, xp: ModuleType, zeros: bool = False) -> Any:
-        """An array of that shape and dtype; with ``zeros``, zero-filled when (re)made (callers that
-        write only part of it each time rely on the rest staying as they left it)."""
+    def get(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: Any,
+        xp: ModuleType,
+        zeros: bool = False,
+        fill: float | None = None,
+    ) -> Any:
+        """An array of that shape and dtype; with ``zeros`` (or ``fill``), zero-filled (``fill``-filled)
+        when (re)made (callers that write only part of it each time rely on the rest staying as they
+        left it)."""
         entry = self._arrays.get(name)
         if entry is not None and entry[0] is xp and entry[1].shape == shape and entry[1].dtype == dtype:
             return entry[1]
-        array = xp.zeros(shape, dtype) if zeros else xp.empty(shape, dtype)
+        if zeros:
+            fill = 0
+        array = xp.empty(shape, dtype) if fill is None else xp.full(shape, fill, dtype)
         if array.nbytes <= self.retain_bytes:
             self._arrays[name] = (xp, array)
         else:

@@ -1,21 +1,26 @@
-"""The CPU's fast 2-D convolution: Caffe's im2col + GEMM, a cache-sized block of images at a time.
+"""The CPU's fast 2-D convolution: Caffe's im2col + GEMM, over small groups of images laid out batch-last.
 
 The algorithm and the order of every sum over a column are the reference path's (engine.layers.conv):
-columns (G, Kg, M), row (c, kh, kw) as Caffe's, M the block's output positions (image, row, column),
-Kg = C / G kh kw. What changes is the size of the pieces:
-* Columns are made for a block of images (or, for a large image, of its output rows) of about
-  ``BLOCK_BYTES``, multiplied while they are still in the core's cache, and dropped: forward
-  Y (G, O/G, M) = W (G, O/G, Kg) cols, one GEMM over the block's images (per image, the reference's
-  GEMMs are small), copied back to (N, O, OH, OW) with the bias added in that copy;
-  weight gradient dW += dY cols^T, one GEMM per block.
+columns (G, Kg, M), row (c, kh, kw) as Caffe's, Kg = C / G kh kw. What changes is where the columns
+come from and how large the pieces are:
+* The batch goes ``images`` at a time (a handful: about 128 output columns' worth), and each such
+  group of the (zero-padded) input is first copied into a batch-last layout (C, H', W', images). A
+  column row (c, i, j) of an output row then reads, for stride 1, one contiguous run of
+  OW x images values (OW runs of ``images`` values for other strides) instead of images runs of OW:
+  the copy that makes the columns moves long runs, which is what its speed depends on. Its column
+  order is (output row, output column, image).
+* Columns are made for a few output rows of a group at a time (about ``BLOCK_BYTES``), multiplied
+  while they are still in the core's cache, and dropped: forward Y (G, O/G, M) = W (G, O/G, Kg) cols,
+  copied back to (N, O, OH, OW) with the bias added in that copy; weight gradient
+  dW += dY cols^T, dY's block gathered into the same column order.
 * The data gradient with stride 1 is itself a convolution: of dY, zero-padded by
   dilation (k - 1) - pad, with the kernel flipped and its in/out channels swapped (each input pixel
   gathers the outputs whose windows read it), made as the forward is, with no scatter. Other strides
-  multiply dcols = W^T dY per block and add each kernel offset's columns onto the pixels they read
-  (Caffe's col2im, in its order of kernel offsets).
-* Threads (engine.parallel) take ranges of images, each with its own scratch and its own partial
+  multiply dcols = W^T dY per block of images and add each kernel offset's columns onto the pixels
+  they read (Caffe's col2im, in its order of kernel offsets).
+* Threads (engine.parallel) take ranges of groups, each with its own scratch and its own partial
   weight gradient, summed in a fixed order at the end.
-So the forward is the reference's to the bit (the same sums in the same order); the gradients equal
+So the forward sums each column in the reference's order (BLAS's blocking aside); the gradients equal
 it up to float rounding (the weight gradient sums the batch by blocks, the stride-1 data gradient
 over (O, kh, kw) in one sum where the reference sums over O, then the kernel offsets).
 """
@@ -33,6 +38,7 @@ from engine import backend, parallel
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
 # the copy that writes them and the GEMM that reads them (CIFAR-10 quick's conv2 ran best near 2 MiB).
 BLOCK_BYTES = 2 << 20
+GROUP_COLUMNS = 128  # a group holds about this many output columns' worth of images (OW x images)
 GATHER_MAX_GROWTH = (
     1.3  # the stride-1 data gradient gathers when the input has at most this many more positions
 )
@@ -64,28 +70,73 @@ class Blocks:
                 yield a, b, r0, min(r0 + self.rows, self.out[0])
 
 
+class Groups:
+    """Groups of ``images`` images (a, b) and, in each, blocks of output rows (r0, r1) whose columns
+    (``position_bytes`` per output position) take about BLOCK_BYTES; ``most``: the most positions of one."""
+
+    def __init__(self, num: int, out: tuple[int, ...], position_bytes: int) -> None:
+        self.num, self.out = num, out
+        self.images = max(1, min(num, -(-GROUP_COLUMNS // out[1])))
+        row = out[1] * self.images * position_bytes
+        self.rows = max(1, min(out[0], BLOCK_BYTES // row))
+        self.most = self.rows * out[1] * self.images
+
+    def count(self) -> int:
+        return -(-self.num // self.images)
+
+    def images_of(self, group: int) -> tuple[int, int]:
+        a = group * self.images
+        return a, min(a + self.images, self.num)
+
+    def rows_of(self) -> Iterator[tuple[int, int]]:
+        for r0 in range(0, self.out[0], self.rows):
+            yield r0, min(r0 + self.rows, self.out[0])
+
+
+def batch_last(a: Any, first: int, stop: int, pad: tuple[int, ...], scratch: Any) -> Any:
+    """Images first..stop of a (N, C, H, W) as (C, H + 2 pad_h, W + 2 pad_w, images) in ``scratch``,
+    whose zero border (made once) the copy leaves alone."""
+    (ph, pw), (h, w) = pad, a.shape[2:]
+    np.copyto(scratch[:, ph : ph + h, pw : pw + w], a[first:stop].transpose(1, 2, 3, 0))
+    return scratch
+
+
 class Geometry:
     """A convolution's windows: kernel, stride, dilation, and the output's spatial size."""
 
     def __init__(self, kernel: Any, stride: Any, dilation: Any, out: Any, groups: int) -> None:
         self.kernel, self.stride, self.dilation, self.out, self.groups = kernel, stride, dilation, out, groups
 
-    def columns(self, padded: Any, a: int, b: int, r0: int, r1: int, scratch: Any) -> Any:
-        """The columns of images a..b, output rows r0..r1 of a padded input (N, C, H', W'), copied into
-        ``scratch``: (G, Kg, M), row (c, kh, kw), column (image, row, column)."""
+    def columns(self, source: Any, r0: int, r1: int, scratch: Any) -> Any:
+        """The columns of output rows r0..r1 of a batch-last padded input (C, H', W', images), copied
+        into ``scratch``: (G, Kg, M), row (c, kh, kw), column (row, column, image)."""
         (kh, kw), (sh, sw), (dh, dw), ow = self.kernel, self.stride, self.dilation, self.out[1]
-        c = padded.shape[1]
-        s_n, s_c, s_h, s_w = padded.strides
-        shape = (c, kh, kw, b - a, r1 - r0, ow)
-        strides = (s_c, dh * s_h, dw * s_w, s_n, sh * s_h, sw * s_w)
-        m = (b - a) * (r1 - r0) * ow
+        c, images = source.shape[0], source.shape[3]
+        s_c, s_h, s_w, s_n = source.strides
+        shape = (c, kh, kw, r1 - r0, ow, images)
+        strides = (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w, s_n)
+        m = (r1 - r0) * ow * images
         cols = scratch.reshape(-1)[: c * kh * kw * m].reshape(shape)
-        np.copyto(cols, as_strided(padded[a:b, :, r0 * sh :], shape, strides))
+        np.copyto(cols, as_strided(source[:, r0 * sh :], shape, strides))
         return cols.reshape(self.groups, -1, m)
 
     def positions(self, block: tuple[int, int, int, int]) -> int:
         a, b, r0, r1 = block
         return (b - a) * (r1 - r0) * self.out[1]
+
+
+class Layout:
+    """The batch-last scratch of one input: ``get(first, stop, tag)`` its group first..stop, padded."""
+
+    def __init__(self, a: Any, pad: tuple[int, ...], ws: Any, name: str) -> None:
+        self.a, self.pad, self.ws, self.name = a, pad, ws, name
+        n, c, h, w = a.shape
+        self.frame = (c, h + 2 * pad[0], w + 2 * pad[1])
+
+    def get(self, first: int, stop: int, tag: int) -> Any:
+        shape = (*self.frame, stop - first)
+        scratch = self.ws.get(f"{self.name}{tag}_{stop - first}", shape, self.a.dtype, np, zeros=True)
+        return batch_last(self.a, first, stop, self.pad, scratch)
 
 
 def batch_inner(a: Any, block: tuple[int, int, int, int], scratch: Any, groups: int) -> Any:
@@ -100,33 +151,29 @@ def batch_inner(a: Any, block: tuple[int, int, int, int], scratch: Any, groups: 
     return target.reshape(groups, -1, m)
 
 
-def batch_outer(m: Any, target: Any, shift: Any = None) -> None:
-    """A (G, O/G, M) block product back into its (n, O, rows, OW) part of an output (+ shift (O, 1, 1))."""
-    n, o = target.shape[:2]
-    source = m.reshape(o, n, *target.shape[2:]).transpose(1, 0, 2, 3)
-    if shift is None:
-        np.copyto(target, source)
-    else:
-        np.add(source, shift, out=target)
-
-
-def convolve(padded: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws: Any, tag: str) -> None:
-    """y (N, O, OH, OW) = W (G, O/G, Kg) cols(padded) (+ bias), a block at a time, on the pool's threads."""
+def convolve(source: Layout, w: Any, y: Any, geometry: Geometry, bias: Any, ws: Any, tag: str) -> None:
+    """y (N, O, OH, OW) = W (G, O/G, Kg) cols(source) (+ bias), a block at a time, on the pool's threads."""
     g, og, kg = w.shape
-    blocks = Blocks(geometry.out, g * kg * padded.itemsize)
-    shift = None if bias is None else bias.reshape(-1, 1, 1)
+    groups = Groups(y.shape[0], geometry.out, g * kg * y.itemsize)
+    ow = geometry.out[1]
 
     def images(first: int, stop: int) -> None:
-        col = ws.get(f"{tag}col{first}", (g * kg * blocks.most,), padded.dtype, np)
-        product = ws.get(f"{tag}y{first}", (g, og, blocks.most), padded.dtype, np)
-        for block in blocks.of(first, stop):
-            a, b, r0, r1 = block
-            m = geometry.positions(block)
-            out = product.reshape(-1)[: g * og * m].reshape(g, og, m)
-            np.matmul(w, geometry.columns(padded, a, b, r0, r1, col), out=out)
-            batch_outer(out, y[a:b, :, r0:r1], shift)
+        col = ws.get(f"{tag}col{first}", (g * kg * groups.most,), y.dtype, np)
+        product = ws.get(f"{tag}y{first}", (g * og * groups.most,), y.dtype, np)
+        for group in range(first, stop):
+            a, b = groups.images_of(group)
+            padded = source.get(a, b, first)
+            for r0, r1 in groups.rows_of():
+                m = (r1 - r0) * ow * (b - a)
+                out = product[: g * og * m].reshape(g, og, m)
+                np.matmul(w, geometry.columns(padded, r0, r1, col), out=out)
+                result = out.reshape(g * og, r1 - r0, ow, b - a).transpose(3, 0, 1, 2)
+                if bias is None:
+                    np.copyto(y[a:b, :, r0:r1], result)
+                else:
+                    np.add(result, bias.reshape(-1, 1, 1), out=y[a:b, :, r0:r1])
 
-    parallel.run(images, y.shape[0], np)
+    parallel.run(images, groups.count(), np)
 
 
 class CpuConv:
@@ -159,42 +206,38 @@ class CpuConv:
     def weights(self, w: Any) -> Any:
         return w.reshape(self.g, self.o // self.g, -1)
 
-    def padded(self, name: str, a: Any, pad: tuple[int, ...]) -> Any:
-        """a (N, C, H, W), or a copy of it in a zero-bordered (N, C, H + 2 pad_h, W + 2 pad_w) scratch."""
-        if not any(pad):
-            return a
-        n, c, h, w = a.shape
-        padded = self.workspace.get(name, (n, c, h + 2 * pad[0], w + 2 * pad[1]), a.dtype, np, zeros=True)
-        padded[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + w] = a
-        return padded
-
     def forward(self, x: Any, w: Any, y: Any, bias: Any = None) -> None:
         """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias)."""
-        padded = self.padded("x", x, self.pad)
-        convolve(padded, self.weights(w), y, self.windows, bias, self.workspace, "f")
+        source = Layout(x, self.pad, self.workspace, "x")
+        convolve(source, self.weights(w), y, self.windows, bias, self.workspace, "f")
 
     def weight_gradient(self, x: Any, dy: Any, dw: Any) -> None:
         """dw += dY cols(x)^T, summed over the batch."""
-        ws, g, og = self.workspace, self.g, self.o // self.g
-        padded = self.padded("x", x, self.pad)
+        ws, g, og, ow = self.workspace, self.g, self.o // self.g, self.windows.out[1]
+        source = Layout(x, self.pad, ws, "x")
         kg = dw[0].size
-        blocks = Blocks(self.windows.out, g * kg * x.itemsize)
+        groups = Groups(x.shape[0], self.windows.out, g * kg * x.itemsize)
         parts: dict[int, Any] = {}
 
         def images(first: int, stop: int) -> None:
-            col = ws.get(f"col{first}", (g * kg * blocks.most,), x.dtype, np)
-            grad = ws.get(f"dy{first}", (self.o * blocks.most,), x.dtype, np)
+            col = ws.get(f"col{first}", (g * kg * groups.most,), x.dtype, np)
+            grad = ws.get(f"dy{first}", (self.o * groups.most,), x.dtype, np)
             total = ws.get(f"dw{first}", (g, og, kg), x.dtype, np)
             product = ws.get(f"dw_part{first}", (g, og, kg), x.dtype, np)
             total[...] = 0
-            for block in blocks.of(first, stop):
-                a, b, r0, r1 = block
-                cols = self.windows.columns(padded, a, b, r0, r1, col)
-                np.matmul(batch_inner(dy, block, grad, g), cols.transpose(0, 2, 1), out=product)
-                total += product
+            for group in range(first, stop):
+                a, b = groups.images_of(group)
+                padded = source.get(a, b, first)
+                for r0, r1 in groups.rows_of():
+                    cols = self.windows.columns(padded, r0, r1, col)
+                    m = cols.shape[-1]
+                    block = grad[: self.o * m].reshape(self.o, r1 - r0, ow, b - a)
+                    np.copyto(block, dy[a:b, :, r0:r1].transpose(1, 2, 3, 0))
+                    np.matmul(block.reshape(g, og, m), cols.transpose(0, 2, 1), out=product)
+                    total += product
             parts[first] = total
 
-        parallel.run(images, x.shape[0], np)
+        parallel.run(images, groups.count(), np)
         dw += sum(parts[k] for k in sorted(parts)).reshape(dw.shape)  # a fixed order per thread count
 
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
@@ -206,7 +249,8 @@ class CpuConv:
         # W' (G, C/G, O/G kh kw): W' [g, c, (o, i, j)] = W[g O/G + o, c, kh - 1 - i, kw - 1 - j]
         parts = w.reshape(g, self.o // g, self.c // g, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
         flipped = np.ascontiguousarray(parts).reshape(g, self.c // g, -1)
-        convolve(self.padded("dy", dy, self.flip_pad), flipped, dx, self.flipped, None, self.workspace, "b")
+        source = Layout(dy, self.flip_pad, self.workspace, "dy")
+        convolve(source, flipped, dx, self.flipped, None, self.workspace, "b")
 
     def scatter_data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
         """dcols = W^T dY a block at a time, each kernel offset's columns added onto its pixels."""

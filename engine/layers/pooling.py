@@ -16,8 +16,9 @@ In general the windows are gathered as patches (K, N, C, PH, PW) and reduced ove
 windows tile the image (stride = kernel, global pooling, SPP), else one strided slice per kernel offset.
 That is the reference path (AVE's on the GPU; on the CPU AVE sums along window rows, then down
 them, over strided views: engine.layers.pooling_cpu). MAX has a faster one on each device: on the
-GPU, fused kernels (engine.kernels) that keep an int32 argmax; on the CPU, two tournaments over
-strided views of the frame, without patch or index arrays (engine.layers.pooling_cpu).
+GPU, fused kernels (engine.kernels) that keep an int32 argmax; on the CPU, a tournament over the
+frame's phase planes a block of images at a time, keeping each window's int8 choice
+(engine.layers.pooling_cpu).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class PoolingLayer(Layer):
         p = self.param.pooling_param
         has = p.HasField
         self.workspace = backend.Workspace()
+        self.cpu_max: pooling_cpu.MaxPool | None = None
         self.fast: str | None = None
         self.method, self.global_pooling = p.pool, p.global_pooling
         if len(top) > 1 and self.method != P.MAX:
@@ -208,10 +210,13 @@ class PoolingLayer(Layer):
                 return
             if self.fast == "cpu":
                 geometry = (self.kernel, self.stride, self.pooled, self.frame)
-                self.cpu_max = pooling_cpu.MaxPool(self.workspace, *geometry, x.shape, self.dtype)
-                self.cpu_max.forward(self.framed(x, -np.inf), y)
+                if self.cpu_max is None or self.cpu_max.geometry != (*geometry, x.shape, self.pad):
+                    self.cpu_max = pooling_cpu.MaxPool(
+                        self.workspace, *geometry, x.shape, self.dtype, self.pad
+                    )
+                self.cpu_max.forward(x, y)
                 if len(top) > 1:
-                    top[1].data[...] = self.cpu_max.mask(self.size, self.pad)
+                    top[1].data[...] = self.cpu_max.mask()
                 return
             values = self.patches(self.framed(x, -np.inf))
             # Caffe starts from -FLT_MAX and keeps the first strictly greater value: no choice below
@@ -268,17 +273,8 @@ class PoolingLayer(Layer):
             self.unpatch(xp.broadcast_to(share, (k, *dy.shape)), bottom[0])
         elif self.method == P.MAX and self.fast == "kernel":
             kernels.max_pool_backward(dy, self.index, bottom[0].diff, self.kernel, self.stride, self.pad)
-        elif self.method == P.MAX and self.fast == "cpu":
-            if self.cpu_max.apart:
-                direct = self.frame == self.size and not any(self.pad)
-                shape = (*dy.shape[:2], *self.frame)
-                frame = bottom[0].diff if direct else self.workspace.get("frame_diff", shape, self.dtype, np)
-                self.cpu_max.backward_apart(dy, frame)
-                if not direct:
-                    bottom[0].diff[...] = 0
-                    bottom[0].diff[self.frame_in_image()] = frame[self.image_in_frame()]
-            else:
-                self.cpu_max.backward(dy, bottom[0].diff, self.pad)
+        elif self.method == P.MAX and self.fast == "cpu" and self.cpu_max is not None:
+            self.cpu_max.backward(dy, bottom[0].diff)
         elif self.method == P.MAX or self.phase == caffe_pb2.TRAIN:
             self.unpatch(self.chosen(dy), bottom[0])
         else:  # d/dx_j of sum(x^2) / sum(x) = (2 x_j - y) / sum(x)

@@ -1,15 +1,14 @@
-"""MAX pooling on the CPU as two tournaments, with no patch or index arrays: any window geometry.
+"""Pooling on the CPU over strided views of the padded frame, with no patch arrays: any window geometry.
 
-Caffe's MAX keeps, from -FLT_MAX, each value strictly greater than the best so far, in raster
-order: the first maximum of the window wins and NaN never does. That is two tournaments, each over
-strided views of the padded frame (N, C, FH, FW) (-inf in the padding):
-  across: for every frame row and output column, the best of the kw values at columns
-          pw stride_w + j (``row_max`` (N, C, FH, PW), ``across`` the winning j);
-  down:   for every output, the best of the kh row maxima at rows ph stride_h + i (``down``: i).
-The first row holding the window's maximum, then the first column of it in that row, is the
-window's first maximum in raster order. Choices are int8; backward turns them into the chosen
-pixels' flat indices and adds dy there in the outputs' raster order (overlapping windows sum).
-Images are independent: ranges of them run on engine.parallel's threads.
+MAX: Caffe keeps, from -FLT_MAX, each value strictly greater than the best so far, in raster order:
+the first maximum of the window wins and NaN never does. So a tournament over the window's kh kw
+kernel offsets, in raster order, each a strided view of the frame (N, C, FH, FW) (-inf in the
+padding): ``best`` the running maximum, ``choice`` (int8) the offset that set it. Backward adds dy
+at each window's chosen pixel (flat indices: a per-geometry table of the windows' first pixels plus
+the offset's), in the outputs' raster order as Caffe's loop (``add.at``: overlapping windows sum).
+The work goes a cache-sized block of images at a time (the frame of a block is copied into a small
+scratch whose border stays -inf), and ranges of images run on engine.parallel's threads.
+AVE: separable sums, along each window row and then down the row sums.
 """
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ import numpy as np
 from engine import parallel
 
 LOWEST = float(np.finfo(np.float32).min)  # Caffe's MAX pooling starts from -FLT_MAX
+BLOCK_BYTES = 2 << 20  # a block's phase planes: read kh kw times while they stay in a core's cache
+SCATTER_BYTES = 1 << 20  # a block of the bottom's diff that backward adds into
 
 
 def candidates(a: Any, count: int, stride: int, pooled: int, axis: int) -> list[Any]:
@@ -32,133 +33,143 @@ def candidates(a: Any, count: int, stride: int, pooled: int, axis: int) -> list[
     return views
 
 
-def first_max(
-    values: list[Any], best: Any, choice: Any, greater: Any, scaled: Any, clean: bool = False
-) -> None:
-    """best = Caffe's max over ``values`` (from -FLT_MAX, strictly greater wins), choice = the
-    index of the first maximum (0 where nothing beat -FLT_MAX). ``clean``: the values are earlier
-    maxima (no NaN, none below -FLT_MAX), so the first needs no comparison with -FLT_MAX."""
-    if len(values) == 1:
-        np.fmax(values[0], LOWEST, out=best)  # fmax passes NaN over
-        choice[...] = 0
-        return
-    first = values[0]
-    if not clean:
-        first = np.fmax(first, LOWEST, out=best)
-    np.greater(values[1], first, out=greater)
-    np.fmax(first, values[1], out=best)
-    np.copyto(choice, greater)
-    for k in range(2, len(values)):
-        np.greater(values[k], best, out=greater)
-        np.fmax(best, values[k], out=best)
-        # where(greater, k, choice) as max(choice, greater k): every earlier choice is below k
-        np.maximum(choice, np.multiply(greater, np.int8(k), out=scaled), out=choice)
+def phase_rows(phase: int, stride: int, pad: int, size: int, extent: int) -> tuple[slice, slice] | None:
+    """Rows u of a phase plane (frame rows phase + u stride) that hold image rows, and those image rows."""
+    first = max(0, -(-(pad - phase) // stride))
+    stop = min(extent, (size - 1 + pad - phase) // stride + 1)
+    if stop <= first:
+        return None
+    start = phase + first * stride - pad
+    return slice(first, stop), slice(start, start + (stop - first - 1) * stride + 1, stride)
 
 
 class MaxPool:
-    """Scratch and choices of one layer's CPU MAX pooling, for bottoms of one shape."""
+    """Scratch, choices and index tables of one layer's CPU MAX pooling, for bottoms of one shape;
+    ``pad`` places the image in the frame.
+
+    A block of images is split into the frame's phases (one plane per (row mod stride_h, column
+    mod stride_w) a window offset reads, -inf where the frame is padding), each plane ``wide`` =
+    PW + (kw - 1) // stride_w columns wide: kernel offset (i, j) then reads, for all outputs of an
+    image channel, one contiguous run of its phase plane, PH x wide values from (i // sh, j // sw),
+    with the last ``wide - PW`` columns of each row beyond the windows (computed, then dropped)."""
 
     def __init__(
-        self, workspace: Any, kernel: Any, stride: Any, pooled: Any, frame: Any, shape: Any, dtype: Any
+        self,
+        workspace: Any,
+        kernel: Any,
+        stride: Any,
+        pooled: Any,
+        frame: Any,
+        shape: Any,
+        dtype: Any,
+        pad: Any = (0, 0),
     ):
-        n, c = shape[:2]
-        (fh, _), (ph, pw) = frame, pooled
+        n, c, height, width = shape
+        self.workspace, self.kernel, self.stride, self.pooled = workspace, kernel, stride, pooled
+        self.pad, self.shape, self.dtype = tuple(pad), tuple(shape), dtype
+        self.geometry = (kernel, stride, pooled, frame, shape, pad)
         get = workspace.get
-        self.kernel, self.stride, self.pooled = kernel, stride, pooled
-        self.apart = all(s >= k for s, k in zip(stride, kernel))
-        self.row_max = get("row_max", (n, c, fh, pw), dtype, np)
-        self.across = get("across", (n, c, fh, pw), np.int8, np)
-        self.down = get("down", (n, c, ph, pw), np.int8, np)
-        self.live = get("live", (n, c, ph, pw), bool, np)
-        self.scratch = {
-            f"{name}_{size}": get(f"{name}_{size}", (n, c, rows, pw), kind, np)
-            for name, kind in (("greater", bool), ("scaled", np.int8))
-            for size, rows in (("rows", fh), ("out", ph))
-        }
-        self.diffs = (get("live_dy", (n, c, ph, pw), dtype, np), get("row_diff", (n, c, fh, pw), dtype, np))
-        self.spread = (
-            get("spread_out", (n, c, ph, pw), dtype, np),
-            get("spread_rows", (n, c, fh, pw), dtype, np),
-        )
+        self.choice = get("choice", (n, c, *pooled), np.int8, np)
+        self.live = get("live", (n, c, *pooled), bool, np)
+        (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pooled
+        # the image's flat index of each window's first pixel (its top-left, maybe in the padding)
+        first = (np.arange(ph) * sh - self.pad[0]).reshape(-1, 1) * width + np.arange(pw) * sw - self.pad[1]
+        self.window = first.astype(np.intp)  # (PH, PW), within one channel's plane
+        self.first = np.arange(c, dtype=np.intp).reshape(-1, 1, 1) * (height * width) + self.window
+        self.offsets = np.array([i * width + j for i in range(kh) for j in range(kw)], np.intp)
+        self.wide = pw + (kw - 1) // sw
+        self.tall = ph + (kh - 1) // sh + 1  # one more row: the last run may reach past the last row
+        self.phases = sorted({(i % sh, j % sw) for i in range(kh) for j in range(kw)})
+        self.runs = [
+            (self.phases.index((i % sh, j % sw)), (i // sh) * self.wide + j // sw)
+            for i in range(kh)
+            for j in range(kw)
+        ]
+        plane = self.tall * self.wide * np.dtype(dtype).itemsize
+        self.block = max(1, BLOCK_BYTES // max(c * plane * len(self.phases), 1))
+        self.scatter_block = max(1, SCATTER_BYTES // max(c * height * width * np.dtype(dtype).itemsize, 1))
+        self.copies = []  # (phase, plane rows, plane columns, image rows, image columns)
+        for k, (a, b) in enumerate(self.phases):
+            rows = phase_rows(a, sh, self.pad[0], height, self.tall)
+            cols = phase_rows(b, sw, self.pad[1], width, self.wide)
+            if rows is not None and cols is not None:
+                self.copies.append((k, rows[0], cols[0], rows[1], cols[1]))
 
-    def part(self, name: str, rows: str, s: slice) -> Any:
-        return self.scratch[f"{name}_{rows}"][s]
+    def blocks(self, start: int, stop: int) -> Any:
+        for a in range(start, stop, self.block):
+            yield a, min(a + self.block, stop)
 
-    def forward(self, framed: Any, y: Any) -> None:
-        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
+    def split(self, x: Any, a: int, b: int, tag: int) -> Any:
+        """Images a..b of x as phase planes (phases, images, C, tall * wide) in this thread's scratch
+        (made -inf: the copies write only where the image is)."""
+        shape = (len(self.phases), self.block, self.shape[1], self.tall, self.wide)
+        planes = self.workspace.get(f"phases{tag}", shape, self.dtype, np, fill=-np.inf)
+        part = x[a:b]
+        for k, rows, cols, image_rows, image_cols in self.copies:
+            np.copyto(planes[k, : b - a, :, rows, cols], part[:, :, image_rows, image_cols])
+        return planes.reshape(*shape[:3], -1)[:, : b - a]
+
+    def forward(self, x: Any, y: Any) -> None:
+        """y = Caffe's MAX over every window of x (N, C, H, W); ``choice``/``live`` kept for backward."""
+        (ph, pw), wide, c = self.pooled, self.wide, self.shape[1]
+        span = ph * wide
 
         def images(start: int, stop: int) -> None:
-            s = slice(start, stop)
-            across = candidates(framed[s], kw, sw, pw, -1)
-            first_max(
-                across,
-                self.row_max[s],
-                self.across[s],
-                self.part("greater", "rows", s),
-                self.part("scaled", "rows", s),
-            )
-            down = candidates(self.row_max[s], kh, sh, ph, -2)
-            first_max(
-                down, y[s], self.down[s], self.part("greater", "out", s), self.part("scaled", "out", s), True
-            )
-            np.greater(y[s], LOWEST, out=self.live[s])  # a window of -inf / NaN only: no choice, no gradient
+            ws, shape = self.workspace, (self.block, c, span)
+            best_all = ws.get(f"best{start}", shape, self.dtype, np)
+            choice_all = ws.get(f"choice{start}", shape, np.int8, np)
+            more_all = ws.get(f"more{start}", shape, bool, np)
+            scaled_all = ws.get(f"scaled{start}", shape, np.int8, np)
+            for a, b in self.blocks(start, stop):
+                planes = self.split(x, a, b, start)
+                views = [planes[k, :, :, at : at + span] for k, at in self.runs]
+                best, choice = best_all[: b - a], choice_all[: b - a]
+                more, scaled = more_all[: b - a], scaled_all[: b - a]
+                np.fmax(views[0], LOWEST, out=best)  # fmax passes NaN over
+                choice[...] = 0
+                for k in range(1, len(views)):
+                    np.greater(views[k], best, out=more)  # strictly greater: the first maximum stays
+                    np.fmax(best, views[k], out=best)
+                    # where(more, k, choice) as max(choice, more k): every earlier choice is below k
+                    np.maximum(choice, np.multiply(more, np.int8(k), out=scaled), out=choice)
+                grid = (b - a, c, ph, wide)
+                np.copyto(y[a:b], best.reshape(grid)[..., :pw])
+                np.copyto(self.choice[a:b], choice.reshape(grid)[..., :pw])
+                np.greater(y[a:b], LOWEST, out=self.live[a:b])  # -inf / NaN only: no choice, no gradient
 
-        parallel.run(images, y.shape[0], np, parallel.grain(framed[0:1].size))
+        parallel.run(images, y.shape[0], np, parallel.grain(y[0:1].size * len(self.offsets)))
 
-    def backward(self, dy: Any, diff: Any, pad: Any) -> None:
-        """diff (N, C, H, W) = dy added onto each window's chosen element, one output at a time in
-        raster order as Caffe's loop (``add.at`` of the chosen elements' flat indices)."""
-        n, c, height, width = diff.shape
-        live_dy = self.diffs[0]
-        np.multiply(dy, self.live, out=live_dy)  # a window that chose nothing sends nothing
+    def chosen(self, a: int, b: int) -> Any:
+        """The flat index, in images a..b of the bottom, of each window's chosen pixel (0 where none)."""
+        image = self.shape[1] * self.shape[2] * self.shape[3]
+        at = self.offsets.take(self.choice[a:b])
+        at += self.first
+        at += (np.arange(a, b, dtype=np.intp) * image).reshape(-1, 1, 1, 1)
+        live = self.live[a:b]
+        if not live.all():
+            at[~live] = 0  # in the image; the window's dy is 0 there
+        return at
+
+    def backward(self, dy: Any, diff: Any) -> None:
+        """diff (N, C, H, W) = dy added onto each window's chosen pixel, one output at a time in
+        raster order as Caffe's loop."""
         if diff.size == 0:  # an empty image: every window chose nothing (padding only)
             return
+        flat = diff.reshape(-1)
 
         def images(start: int, stop: int) -> None:
-            s = slice(start, stop)
-            h, w = self.chosen(pad, s)
-            at = np.where(self.live[s], h * width + w, 0)  # in the image; 0 where no choice (adds 0)
-            at += np.arange((stop - start) * c).reshape(stop - start, c, 1, 1) * (height * width)
-            part = diff[s]
-            part[...] = 0
-            np.add.at(part.reshape(-1), at.reshape(-1), live_dy[s].reshape(-1))
+            for a in range(start, stop, self.scatter_block):
+                b = min(a + self.scatter_block, stop)
+                diff[a:b] = 0
+                sent = np.where(self.live[a:b], dy[a:b], 0) if not self.live[a:b].all() else dy[a:b]
+                np.add.at(flat, self.chosen(a, b).reshape(-1), sent.reshape(-1))
 
-        parallel.run(images, n, np, parallel.grain(diff[0:1].size))
+        parallel.run(images, diff.shape[0], np, parallel.grain(diff[0:1].size))
 
-    def backward_apart(self, dy: Any, frame: Any) -> None:
-        """For windows that do not overlap (``apart``: stride >= kernel), frame (N, C, FH, FW) = dy
-        sent down the two tournaments by masked products: each pixel is in one window at most."""
-        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
-        live_dy, row_diff = self.diffs[0], self.row_max  # the row maxima are not needed any more
-
-        def images(start: int, stop: int) -> None:
-            s = slice(start, stop)
-            np.multiply(dy[s], self.live[s], out=live_dy[s])  # a window that chose nothing sends nothing
-            if sh > kh:
-                row_diff[s] = 0
-            for i, view in enumerate(candidates(row_diff[s], kh, sh, ph, -2)):
-                np.multiply(live_dy[s], self.down[s] == i, out=view)
-            frame[s] = 0
-            for j, view in enumerate(candidates(frame[s], kw, sw, pw, -1)):
-                np.multiply(row_diff[s], self.across[s] == j, out=view)
-
-        parallel.run(images, dy.shape[0], np, parallel.grain(frame[0:1].size))
-
-    def chosen(self, pad: Any, s: slice = slice(None)) -> tuple[Any, Any]:
-        """The image row and column of each window's choice, for images ``s`` (meaningful where ``live``)."""
-        (kh, _), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pooled
-        down = self.down[s]
-        rows = candidates(self.across[s], kh, sh, ph, -2)
-        column = rows[0].copy()  # across's pick in the chosen row (arithmetic: np.choose is slower)
-        for i in range(1, kh):
-            column += (down == i) * (rows[i] - rows[0])
-        row = np.arange(ph, dtype=np.intp).reshape(-1, 1) * sh - pad[0] + down
-        return row, np.arange(pw, dtype=np.intp) * sw - pad[1] + column
-
-    def mask(self, size: Any, pad: Any) -> Any:
+    def mask(self) -> Any:
         """Caffe's second top: the flat index h W + w of each window's choice in the image, -1 for none."""
-        h, w = self.chosen(pad)
-        return np.where(self.live, h * size[1] + w, -1)
+        within = self.offsets.take(self.choice) + self.window
+        return np.where(self.live, within, -1)
 
 
 def ave_forward(
