@@ -1,25 +1,25 @@
-"""The CPU's fast 2-D convolution: Caffe's im2col + GEMM, over small groups of images laid out batch-last.
+"""The CPU's fast 2-D convolution: Caffe's im2col + GEMM, a cache-sized block of columns at a time.
 
 The algorithm and the order of every sum over a column are the reference path's (engine.layers.conv):
 columns (G, Kg, M), row (c, kh, kw) as Caffe's, Kg = C / G kh kw. What changes is where the columns
 come from and how large the pieces are:
-* The batch goes ``images`` at a time (a handful: about 128 output columns' worth), and each such
-  group of the (zero-padded) input is first copied into a batch-last layout (C, H', W', images). A
-  column row (c, i, j) of an output row then reads, for stride 1, one contiguous run of
-  OW x images values (OW runs of ``images`` values for other strides) instead of images runs of OW:
-  the copy that makes the columns moves long runs, which is what its speed depends on. Its column
-  order is (output row, output column, image).
-* Columns are made for a few output rows of a group at a time (about ``BLOCK_BYTES``), multiplied
-  while they are still in the core's cache, and dropped: forward Y (G, O/G, M) = W (G, O/G, Kg) cols,
-  copied back to (N, O, OH, OW) with the bias added in that copy; weight gradient
-  dW += dY cols^T, dY's block gathered into the same column order.
+* Columns are made for a block of about ``BLOCK_BYTES``, multiplied while they are still in the
+  core's cache, and dropped: forward Y (G, O/G, M) = W (G, O/G, Kg) cols, copied back to
+  (N, O, OH, OW) with the bias added in that copy; weight gradient dW += dY cols^T, dY's block
+  gathered into the columns' order.
+* The copy that makes columns is as fast as the runs it moves are long. On large maps (or strides),
+  a block is some images, or some output rows of one, of the zero-padded input (``ImageMajor``):
+  runs of OW values. On small maps with stride 1 (CIFAR's 16 x 16, ResNet's 7 x 7), runs of OW
+  values are short, so the batch goes a few images at a time, each such group first copied into a
+  batch-last layout (C, H', W', images) (``BatchLast``): a column row (c, i, j) of an output row is
+  then one run of OW x images values, and the columns' order is (row, column, image).
 * The data gradient with stride 1 is itself a convolution: of dY, zero-padded by
   dilation (k - 1) - pad, with the kernel flipped and its in/out channels swapped (each input pixel
   gathers the outputs whose windows read it), made as the forward is, with no scatter. Other strides
   multiply dcols = W^T dY per block of images and add each kernel offset's columns onto the pixels
   they read (Caffe's col2im, in its order of kernel offsets).
-* Threads (engine.parallel) take ranges of groups, each with its own scratch and its own partial
-  weight gradient, summed in a fixed order at the end.
+* Threads (engine.parallel) take ranges of images (or groups), each with its own scratch and its own
+  partial weight gradient, summed in a fixed order at the end.
 So the forward sums each column in the reference's order (BLAS's blocking aside); the gradients equal
 it up to float rounding (the weight gradient sums the batch by blocks, the stride-1 data gradient
 over (O, kh, kw) in one sum where the reference sums over O, then the kernel offsets).
@@ -38,16 +38,35 @@ from engine import backend, parallel
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
 # the copy that writes them and the GEMM that reads them (CIFAR-10 quick's conv2 ran best near 2 MiB).
 BLOCK_BYTES = 2 << 20
-GROUP_COLUMNS = 128  # a group holds about this many output columns' worth of images (OW x images)
+BATCH_LAST_WIDTH = 20  # outputs narrower than this (with stride 1) take the batch-last layout
+GROUP_COLUMNS = 128  # a batch-last group holds about this many output columns' worth of images
 GATHER_MAX_GROWTH = (
     1.3  # the stride-1 data gradient gathers when the input has at most this many more positions
 )
 MIN_GROUP_CHANNELS = 4  # fewer input channels per group (depthwise): tiny GEMMs, the reference path
 
+Block = tuple[int, int, int, int]  # images a..b, output rows r0..r1
+
 
 def applies(xp: Any, num_spatial: int, channels: int, group: int) -> bool:
     """Whether this path runs a convolution: numpy, 2-D, and not (nearly) depthwise."""
     return xp is np and num_spatial == 2 and (group == 1 or channels // group >= MIN_GROUP_CHANNELS)
+
+
+class Geometry:
+    """A convolution's windows: kernel, stride, dilation, and the output's spatial size."""
+
+    def __init__(self, kernel: Any, stride: Any, dilation: Any, out: Any, groups: int) -> None:
+        self.kernel, self.stride, self.dilation, self.out, self.groups = kernel, stride, dilation, out, groups
+
+    def window_strides(self, s_h: int, s_w: int) -> tuple[int, int, int, int]:
+        """Byte strides of (kh, kw, output row, output column) over an input with row/column strides."""
+        (dh, dw), (sh, sw) = self.dilation, self.stride
+        return dh * s_h, dw * s_w, sh * s_h, sw * s_w
+
+    def positions(self, block: Block) -> int:
+        a, b, r0, r1 = block
+        return (b - a) * (r1 - r0) * self.out[1]
 
 
 class Blocks:
@@ -63,83 +82,24 @@ class Blocks:
             self.images, self.rows = 1, max(1, min(out[0], BLOCK_BYTES // (out[1] * position_bytes)))
         self.most = self.images * self.rows * out[1]
 
-    def of(self, first: int, stop: int) -> Iterator[tuple[int, int, int, int]]:
+    def of(self, first: int, stop: int) -> Iterator[Block]:
         for a in range(first, stop, self.images):
             b = min(a + self.images, stop)
             for r0 in range(0, self.out[0], self.rows):
                 yield a, b, r0, min(r0 + self.rows, self.out[0])
 
 
-class Groups:
-    """Groups of ``images`` images (a, b) and, in each, blocks of output rows (r0, r1) whose columns
-    (``position_bytes`` per output position) take about BLOCK_BYTES; ``most``: the most positions of one."""
-
-    def __init__(self, num: int, out: tuple[int, ...], position_bytes: int) -> None:
-        self.num, self.out = num, out
-        self.images = max(1, min(num, -(-GROUP_COLUMNS // out[1])))
-        row = out[1] * self.images * position_bytes
-        self.rows = max(1, min(out[0], BLOCK_BYTES // row))
-        self.most = self.rows * out[1] * self.images
-
-    def count(self) -> int:
-        return -(-self.num // self.images)
-
-    def images_of(self, group: int) -> tuple[int, int]:
-        a = group * self.images
-        return a, min(a + self.images, self.num)
-
-    def rows_of(self) -> Iterator[tuple[int, int]]:
-        for r0 in range(0, self.out[0], self.rows):
-            yield r0, min(r0 + self.rows, self.out[0])
+def padded_copy(a: Any, pad: tuple[int, ...], ws: Any, name: str) -> Any:
+    """a (N, C, H, W), or a copy of it in a zero-bordered (N, C, H + 2 pad_h, W + 2 pad_w) scratch."""
+    if not any(pad):
+        return a
+    n, c, h, w = a.shape
+    padded = ws.get(name, (n, c, h + 2 * pad[0], w + 2 * pad[1]), a.dtype, np, zeros=True)
+    padded[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + w] = a
+    return padded
 
 
-def batch_last(a: Any, first: int, stop: int, pad: tuple[int, ...], scratch: Any) -> Any:
-    """Images first..stop of a (N, C, H, W) as (C, H + 2 pad_h, W + 2 pad_w, images) in ``scratch``,
-    whose zero border (made once) the copy leaves alone."""
-    (ph, pw), (h, w) = pad, a.shape[2:]
-    np.copyto(scratch[:, ph : ph + h, pw : pw + w], a[first:stop].transpose(1, 2, 3, 0))
-    return scratch
-
-
-class Geometry:
-    """A convolution's windows: kernel, stride, dilation, and the output's spatial size."""
-
-    def __init__(self, kernel: Any, stride: Any, dilation: Any, out: Any, groups: int) -> None:
-        self.kernel, self.stride, self.dilation, self.out, self.groups = kernel, stride, dilation, out, groups
-
-    def columns(self, source: Any, r0: int, r1: int, scratch: Any) -> Any:
-        """The columns of output rows r0..r1 of a batch-last padded input (C, H', W', images), copied
-        into ``scratch``: (G, Kg, M), row (c, kh, kw), column (row, column, image)."""
-        (kh, kw), (sh, sw), (dh, dw), ow = self.kernel, self.stride, self.dilation, self.out[1]
-        c, images = source.shape[0], source.shape[3]
-        s_c, s_h, s_w, s_n = source.strides
-        shape = (c, kh, kw, r1 - r0, ow, images)
-        strides = (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w, s_n)
-        m = (r1 - r0) * ow * images
-        cols = scratch.reshape(-1)[: c * kh * kw * m].reshape(shape)
-        np.copyto(cols, as_strided(source[:, r0 * sh :], shape, strides))
-        return cols.reshape(self.groups, -1, m)
-
-    def positions(self, block: tuple[int, int, int, int]) -> int:
-        a, b, r0, r1 = block
-        return (b - a) * (r1 - r0) * self.out[1]
-
-
-class Layout:
-    """The batch-last scratch of one input: ``get(first, stop, tag)`` its group first..stop, padded."""
-
-    def __init__(self, a: Any, pad: tuple[int, ...], ws: Any, name: str) -> None:
-        self.a, self.pad, self.ws, self.name = a, pad, ws, name
-        n, c, h, w = a.shape
-        self.frame = (c, h + 2 * pad[0], w + 2 * pad[1])
-
-    def get(self, first: int, stop: int, tag: int) -> Any:
-        shape = (*self.frame, stop - first)
-        scratch = self.ws.get(f"{self.name}{tag}_{stop - first}", shape, self.a.dtype, np, zeros=True)
-        return batch_last(self.a, first, stop, self.pad, scratch)
-
-
-def batch_inner(a: Any, block: tuple[int, int, int, int], scratch: Any, groups: int) -> Any:
+def batch_inner(a: Any, block: Block, scratch: Any, groups: int) -> Any:
     """Images a..b, rows r0..r1 of a (N, O, OH, OW) array as a (G, O/G, M) matrix (a view for one image)."""
     first, stop, r0, r1 = block
     part = a[first:stop, :, r0:r1]
@@ -151,29 +111,141 @@ def batch_inner(a: Any, block: tuple[int, int, int, int], scratch: Any, groups: 
     return target.reshape(groups, -1, m)
 
 
-def convolve(source: Layout, w: Any, y: Any, geometry: Geometry, bias: Any, ws: Any, tag: str) -> None:
-    """y (N, O, OH, OW) = W (G, O/G, Kg) cols(source) (+ bias), a block at a time, on the pool's threads."""
-    g, og, kg = w.shape
-    groups = Groups(y.shape[0], geometry.out, g * kg * y.itemsize)
-    ow = geometry.out[1]
+class ImageMajor:
+    """Columns of blocks of images (or output rows of one) of the whole padded input, column order
+    (image, row, column). ``size``: the range threads split (images)."""
 
-    def images(first: int, stop: int) -> None:
-        col = ws.get(f"{tag}col{first}", (g * kg * groups.most,), y.dtype, np)
-        product = ws.get(f"{tag}y{first}", (g * og * groups.most,), y.dtype, np)
+    def __init__(
+        self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+    ):
+        self.padded, self.geometry = padded_copy(a, pad, ws, name), geometry
+        self.blocks = Blocks(geometry.out, position_bytes)
+        self.most, self.size = self.blocks.most, a.shape[0]
+
+    def units(self, first: int, stop: int, tag: int) -> Iterator[tuple[Block, Any]]:
+        for block in self.blocks.of(first, stop):
+            yield block, self.padded
+
+    def columns(self, block: Block, source: Any, scratch: Any) -> Any:
+        """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw)."""
+        a, b, r0, r1 = block
+        (kh, kw), ow, c = self.geometry.kernel, self.geometry.out[1], source.shape[1]
+        s_n, s_c, s_h, s_w = source.strides
+        i, j, r, col = self.geometry.window_strides(s_h, s_w)
+        shape = (c, kh, kw, b - a, r1 - r0, ow)
+        m = (b - a) * (r1 - r0) * ow
+        cols = scratch[: c * kh * kw * m].reshape(shape)
+        np.copyto(
+            cols, as_strided(source[a:b, :, r0 * self.geometry.stride[0] :], shape, (s_c, i, j, s_n, r, col))
+        )
+        return cols.reshape(self.geometry.groups, -1, m)
+
+    def gather(self, a: Any, block: Block, scratch: Any) -> Any:
+        """The block of a (N, O, OH, OW) array as (G, O/G, M) in the columns' order."""
+        return batch_inner(a, block, scratch, self.geometry.groups)
+
+    def scatter(self, m: Any, y: Any, block: Block, shift: Any) -> None:
+        """A (G, O/G, M) product into its block of y (N, O, OH, OW) (+ shift (O, 1, 1))."""
+        a, b, r0, r1 = block
+        target = y[a:b, :, r0:r1]
+        n, o = target.shape[:2]
+        source = m.reshape(o, n, *target.shape[2:]).transpose(1, 0, 2, 3)
+        if shift is None:
+            np.copyto(target, source)
+        else:
+            np.add(source, shift, out=target)
+
+
+class BatchLast:
+    """Columns of output rows of groups of a few images, each group copied batch-last into
+    (C, H', W', images) first; column order (row, column, image). ``size``: the range threads
+    split (groups)."""
+
+    def __init__(
+        self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+    ):
+        self.a, self.pad, self.geometry, self.ws, self.name = a, pad, geometry, ws, name
+        (oh, ow), n = geometry.out, a.shape[0]
+        self.images = max(1, min(n, -(-GROUP_COLUMNS // ow)))
+        self.rows = max(1, min(oh, BLOCK_BYTES // (ow * self.images * position_bytes)))
+        self.most, self.size = self.rows * ow * self.images, -(-n // self.images)
+
+    def group(self, first: int, stop: int, tag: int) -> Any:
+        """Images first..stop batch-last in this thread's zero-bordered scratch (the copy leaves the
+        border alone)."""
+        (ph, pw), (c, h, w) = self.pad, self.a.shape[1:]
+        shape = (c, h + 2 * ph, w + 2 * pw, stop - first)
+        scratch = self.ws.get(f"{self.name}{tag}_{stop - first}", shape, self.a.dtype, np, zeros=True)
+        np.copyto(scratch[:, ph : ph + h, pw : pw + w], self.a[first:stop].transpose(1, 2, 3, 0))
+        return scratch
+
+    def units(self, first: int, stop: int, tag: int) -> Iterator[tuple[Block, Any]]:
+        n, oh = self.a.shape[0], self.geometry.out[0]
         for group in range(first, stop):
-            a, b = groups.images_of(group)
-            padded = source.get(a, b, first)
-            for r0, r1 in groups.rows_of():
-                m = (r1 - r0) * ow * (b - a)
-                out = product[: g * og * m].reshape(g, og, m)
-                np.matmul(w, geometry.columns(padded, r0, r1, col), out=out)
-                result = out.reshape(g * og, r1 - r0, ow, b - a).transpose(3, 0, 1, 2)
-                if bias is None:
-                    np.copyto(y[a:b, :, r0:r1], result)
-                else:
-                    np.add(result, bias.reshape(-1, 1, 1), out=y[a:b, :, r0:r1])
+            a, b = group * self.images, min(group * self.images + self.images, n)
+            source = self.group(a, b, tag)
+            for r0 in range(0, oh, self.rows):
+                yield (a, b, r0, min(r0 + self.rows, oh)), source
 
-    parallel.run(images, groups.count(), np)
+    def columns(self, block: Block, source: Any, scratch: Any) -> Any:
+        """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw)."""
+        a, b, r0, r1 = block
+        (kh, kw), ow, c = self.geometry.kernel, self.geometry.out[1], source.shape[0]
+        s_c, s_h, s_w, s_n = source.strides
+        i, j, r, col = self.geometry.window_strides(s_h, s_w)
+        shape = (c, kh, kw, r1 - r0, ow, b - a)
+        m = (r1 - r0) * ow * (b - a)
+        cols = scratch[: c * kh * kw * m].reshape(shape)
+        np.copyto(
+            cols, as_strided(source[:, r0 * self.geometry.stride[0] :], shape, (s_c, i, j, r, col, s_n))
+        )
+        return cols.reshape(self.geometry.groups, -1, m)
+
+    def gather(self, a: Any, block: Block, scratch: Any) -> Any:
+        """The block of a (N, O, OH, OW) array as (G, O/G, M) in the columns' order."""
+        first, stop, r0, r1 = block
+        o = a.shape[1]
+        target = scratch[: o * (r1 - r0) * a.shape[3] * (stop - first)].reshape(
+            o, r1 - r0, a.shape[3], stop - first
+        )
+        np.copyto(target, a[first:stop, :, r0:r1].transpose(1, 2, 3, 0))
+        return target.reshape(self.geometry.groups, o // self.geometry.groups, -1)
+
+    def scatter(self, m: Any, y: Any, block: Block, shift: Any) -> None:
+        """A (G, O/G, M) product into its block of y (N, O, OH, OW) (+ shift (O, 1, 1))."""
+        a, b, r0, r1 = block
+        result = m.reshape(y.shape[1], r1 - r0, y.shape[3], b - a).transpose(3, 0, 1, 2)
+        if shift is None:
+            np.copyto(y[a:b, :, r0:r1], result)
+        else:
+            np.add(result, shift, out=y[a:b, :, r0:r1])
+
+
+def source_for(
+    a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+) -> Any:
+    """The layout whose columns copy the longer runs for this geometry (see the module's text)."""
+    small = geometry.stride[1] == 1 and geometry.out[1] < BATCH_LAST_WIDTH
+    kind = BatchLast if small else ImageMajor
+    return kind(a, pad, geometry, position_bytes, ws, name)
+
+
+def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws: Any, tag: str) -> None:
+    """y (N, O, OH, OW) = W (G, O/G, Kg) cols(x padded) (+ bias), a block at a time, on the pool's threads."""
+    g, og, kg = w.shape
+    source = source_for(x, pad, geometry, g * kg * x.itemsize, ws, tag)
+    shift = None if bias is None else bias.reshape(-1, 1, 1)
+
+    def work(first: int, stop: int) -> None:
+        col = ws.get(f"{tag}col{first}", (g * kg * source.most,), x.dtype, np)
+        product = ws.get(f"{tag}y{first}", (g * og * source.most,), x.dtype, np)
+        for block, part in source.units(first, stop, first):
+            m = geometry.positions(block)
+            out = product[: g * og * m].reshape(g, og, m)
+            np.matmul(w, source.columns(block, part, col), out=out)
+            source.scatter(out, y, block, shift)
+
+    parallel.run(work, source.size, np)
 
 
 class CpuConv:
@@ -208,36 +280,28 @@ class CpuConv:
 
     def forward(self, x: Any, w: Any, y: Any, bias: Any = None) -> None:
         """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias)."""
-        source = Layout(x, self.pad, self.workspace, "x")
-        convolve(source, self.weights(w), y, self.windows, bias, self.workspace, "f")
+        convolve(x, self.pad, self.weights(w), y, self.windows, bias, self.workspace, "x")
 
     def weight_gradient(self, x: Any, dy: Any, dw: Any) -> None:
         """dw += dY cols(x)^T, summed over the batch."""
-        ws, g, og, ow = self.workspace, self.g, self.o // self.g, self.windows.out[1]
-        source = Layout(x, self.pad, ws, "x")
+        ws, g, og = self.workspace, self.g, self.o // self.g
         kg = dw[0].size
-        groups = Groups(x.shape[0], self.windows.out, g * kg * x.itemsize)
+        source = source_for(x, self.pad, self.windows, g * kg * x.itemsize, ws, "x")
         parts: dict[int, Any] = {}
 
-        def images(first: int, stop: int) -> None:
-            col = ws.get(f"col{first}", (g * kg * groups.most,), x.dtype, np)
-            grad = ws.get(f"dy{first}", (self.o * groups.most,), x.dtype, np)
+        def work(first: int, stop: int) -> None:
+            col = ws.get(f"xcol{first}", (g * kg * source.most,), x.dtype, np)
+            grad = ws.get(f"dy{first}", (self.o * source.most,), x.dtype, np)
             total = ws.get(f"dw{first}", (g, og, kg), x.dtype, np)
             product = ws.get(f"dw_part{first}", (g, og, kg), x.dtype, np)
             total[...] = 0
-            for group in range(first, stop):
-                a, b = groups.images_of(group)
-                padded = source.get(a, b, first)
-                for r0, r1 in groups.rows_of():
-                    cols = self.windows.columns(padded, r0, r1, col)
-                    m = cols.shape[-1]
-                    block = grad[: self.o * m].reshape(self.o, r1 - r0, ow, b - a)
-                    np.copyto(block, dy[a:b, :, r0:r1].transpose(1, 2, 3, 0))
-                    np.matmul(block.reshape(g, og, m), cols.transpose(0, 2, 1), out=product)
-                    total += product
+            for block, part in source.units(first, stop, first):
+                cols = source.columns(block, part, col)
+                np.matmul(source.gather(dy, block, grad), cols.transpose(0, 2, 1), out=product)
+                total += product
             parts[first] = total
 
-        parallel.run(images, groups.count(), np)
+        parallel.run(work, source.size, np)
         dw += sum(parts[k] for k in sorted(parts)).reshape(dw.shape)  # a fixed order per thread count
 
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
@@ -249,8 +313,7 @@ class CpuConv:
         # W' (G, C/G, O/G kh kw): W' [g, c, (o, i, j)] = W[g O/G + o, c, kh - 1 - i, kw - 1 - j]
         parts = w.reshape(g, self.o // g, self.c // g, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
         flipped = np.ascontiguousarray(parts).reshape(g, self.c // g, -1)
-        source = Layout(dy, self.flip_pad, self.workspace, "dy")
-        convolve(source, flipped, dx, self.flipped, None, self.workspace, "b")
+        convolve(dy, self.flip_pad, flipped, dx, self.flipped, None, self.workspace, "dy")
 
     def scatter_data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
         """dcols = W^T dY a block at a time, each kernel offset's columns added onto its pixels."""

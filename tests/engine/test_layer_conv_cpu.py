@@ -68,8 +68,15 @@ def blocking(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["image-major", "batch-last"])
+def layout(request, monkeypatch):
+    """Every geometry through each column layout (batch-last takes the stride-1 ones)."""
+    monkeypatch.setattr(conv_cpu, "BATCH_LAST_WIDTH", 0 if request.param == "image-major" else 1 << 20)
+    return request.param
+
+
 @pytest.mark.parametrize("kind, fields, shape", GEOMETRIES)
-def test_cpu_path_equals_reference(blocking, kind, fields, shape):
+def test_cpu_path_equals_reference(blocking, layout, kind, fields, shape):
     fast = passes(kind, fields, shape, fast=True)
     reference = passes(kind, fields, shape, fast=False)
     for what, a, b in zip(("top", "weight diff", "bias diff", "bottom diff"), fast, reference):
@@ -84,6 +91,18 @@ def test_cpu_path_takes_real_nets_2d_convolutions():
     layer = make_layer(conv_text("Convolution", {"num_output": 4, "kernel_size": 3}))
     layer.setup([random_blob((2, 4, 6, 6))], blobs(1))
     assert isinstance(layer.cpu, conv_cpu.CpuConv)
+
+
+def test_cpu_path_picks_the_layout_with_the_longer_runs():
+    """Small stride-1 outputs copy their columns batch-last, large or strided ones image-major."""
+    ws = conv_cpu.backend.Workspace()
+    x = np.zeros((4, 3, 16, 16), np.float32)
+    small = conv_cpu.Geometry((3, 3), (1, 1), (1, 1), (16, 16), 1)
+    strided = conv_cpu.Geometry((3, 3), (2, 2), (1, 1), (8, 8), 1)
+    large = conv_cpu.Geometry((3, 3), (1, 1), (1, 1), (56, 56), 1)
+    assert isinstance(conv_cpu.source_for(x, (1, 1), small, 108, ws, "a"), conv_cpu.BatchLast)
+    assert isinstance(conv_cpu.source_for(x, (1, 1), strided, 108, ws, "b"), conv_cpu.ImageMajor)
+    assert isinstance(conv_cpu.source_for(x, (1, 1), large, 108, ws, "c"), conv_cpu.ImageMajor)
 
 
 def test_cpu_path_in_float32_stays_within_rounding():
