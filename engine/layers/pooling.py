@@ -69,6 +69,7 @@ class PoolingLayer(Layer):
         has = p.HasField
         self.workspace = backend.Workspace()
         self.cpu_max: pooling_cpu.MaxPool | None = None
+        self.cpu_avg: pooling_cpu.AvePool | None = None
         self.fast: str | None = None
         self.method, self.global_pooling = p.pool, p.global_pooling
         if len(top) > 1 and self.method != P.MAX:
@@ -209,11 +210,9 @@ class PoolingLayer(Layer):
                     top[1].data[...] = self.index
                 return
             if self.fast == "cpu":
-                geometry = (self.kernel, self.stride, self.pooled, self.frame)
-                if self.cpu_max is None or self.cpu_max.geometry != (*geometry, x.shape, self.pad):
-                    self.cpu_max = pooling_cpu.MaxPool(
-                        self.workspace, *geometry, x.shape, self.dtype, self.pad
-                    )
+                geometry = (self.kernel, self.stride, self.pooled, x.shape, self.dtype, self.pad)
+                if self.cpu_max is None or self.cpu_max.geometry != (*geometry[:4], self.pad):
+                    self.cpu_max = pooling_cpu.MaxPool(self.workspace, *geometry)
                 self.cpu_max.forward(x, y)
                 if len(top) > 1:
                     top[1].data[...] = self.cpu_max.mask()
@@ -231,12 +230,8 @@ class PoolingLayer(Layer):
             y[...] = best
             if len(top) > 1:
                 top[1].data[...] = self.mask()
-        elif self.method == P.AVE and xp is np:  # separable sums of strided views (pooling_cpu)
-            row_sum = self.workspace.get(
-                "row_sum", (*x.shape[:2], self.frame[0], self.pooled[1]), self.dtype, np
-            )
-            geometry = (self.kernel, self.stride, self.pooled, self.divisor)
-            pooling_cpu.ave_forward(self.framed(x, 0), *geometry, y, row_sum)
+        elif self.method == P.AVE and xp is np:  # the frame's phase planes (pooling_cpu)
+            self.cpu_ave(x).forward(x, self.divisor, y)
         elif self.method == P.AVE:
             with np.errstate(invalid="ignore", divide="ignore"):  # Caffe's 0 / 0 of empty windows
                 xp.divide(self.patches(self.framed(x, 0)).sum(axis=0), self.divisor, out=y)
@@ -258,14 +253,7 @@ class PoolingLayer(Layer):
             return
         xp, dy = self.xp, top[0].diff
         if self.method == P.AVE and xp is np:
-            n, c = dy.shape[:2]
-            ws = self.workspace
-            frame_diff = ws.get("frame_diff", (n, c, *self.frame), self.dtype, np)
-            row_diff = ws.get("row_diff", (n, c, self.frame[0], self.pooled[1]), self.dtype, np)
-            geometry = (self.kernel, self.stride, self.pooled, self.divisor)
-            pooling_cpu.ave_backward(dy, *geometry, frame_diff, row_diff)
-            bottom[0].diff[...] = 0
-            bottom[0].diff[self.frame_in_image()] = frame_diff[self.image_in_frame()]
+            self.cpu_ave(bottom[0].data).backward(dy, self.divisor, bottom[0].diff)
         elif self.method == P.AVE:
             k = self.kernel[0] * self.kernel[1]
             with np.errstate(invalid="ignore", divide="ignore"):  # empty windows reach no pixel
@@ -281,7 +269,13 @@ class PoolingLayer(Layer):
             values = self.patches(self.framed(bottom[0].data, 0))
             self.unpatch(dy * (2 * values - top[0].data) / self.total, bottom[0])
 
-    # --- MAX's faster paths ---------------------------------------------------------------------
+    # --- the faster paths ---------------------------------------------------------------------
+    def cpu_ave(self, x: Any) -> pooling_cpu.AvePool:
+        geometry = (self.kernel, self.stride, self.pooled, x.shape, self.dtype, self.pad)
+        if self.cpu_avg is None or self.cpu_avg.geometry != (*geometry[:4], self.pad):
+            self.cpu_avg = pooling_cpu.AvePool(self.workspace, *geometry)
+        return self.cpu_avg
+
     def max_path(self, x: Any) -> str | None:
         """'kernel' (the GPU's fused kernels), 'cpu' (engine.layers.pooling_cpu), or None (patches)."""
         if kernels.enabled(x) and x.dtype == self.dtype:

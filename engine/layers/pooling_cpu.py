@@ -1,18 +1,26 @@
-"""Pooling on the CPU over strided views of the padded frame, with no patch arrays: any window geometry.
+"""Pooling on the CPU over the frame's phase planes, a cache-sized block of images at a time.
+
+A window's kernel offset (i, j) reads frame pixels (ph stride_h + i, pw stride_w + j): strided
+views, which numpy walks value by value. Split into phases instead, one plane per (row mod
+stride_h, column mod stride_w) that an offset reads, each ``wide`` = PW + (kw - 1) // stride_w
+columns wide, and offset (i, j) reads, for all the outputs of an image channel, one contiguous run
+of its phase plane: PH x wide values from (i // sh, j // sw), the last ``wide - PW`` columns of each
+row beyond the windows (computed, then dropped). The frame's padding is a fill value in the planes.
 
 MAX: Caffe keeps, from -FLT_MAX, each value strictly greater than the best so far, in raster order:
-the first maximum of the window wins and NaN never does. So a tournament over the window's kh kw
-kernel offsets, in raster order, each a strided view of the frame (N, C, FH, FW) (-inf in the
-padding): ``best`` the running maximum, ``choice`` (int8) the offset that set it. Backward adds dy
-at each window's chosen pixel (flat indices: a per-geometry table of the windows' first pixels plus
-the offset's), in the outputs' raster order as Caffe's loop (``add.at``: overlapping windows sum).
-The work goes a cache-sized block of images at a time (the frame of a block is copied into a small
-scratch whose border stays -inf), and ranges of images run on engine.parallel's threads.
-AVE: separable sums, along each window row and then down the row sums.
+the first maximum of the window wins and NaN never does. So a tournament over the offsets in raster
+order (-inf in the padding): ``best`` the running maximum, ``choice`` (int8) the offset that set it.
+Backward adds dy at each window's chosen pixel (flat indices: a table of the windows' first pixels
+plus the offset's), in the outputs' raster order as Caffe's loop (``add.at``: overlapping windows sum).
+AVE: the offsets' values summed in raster order (0 in the padding), over Caffe's divisor; backward
+adds each window's share onto its pixels, offsets in reverse raster order, so that every pixel sums
+its windows' shares in the outputs' raster order as Caffe's loop; then the planes go back to the image.
+Ranges of images run on engine.parallel's threads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,16 +29,7 @@ from engine import parallel
 
 LOWEST = float(np.finfo(np.float32).min)  # Caffe's MAX pooling starts from -FLT_MAX
 BLOCK_BYTES = 2 << 20  # a block's phase planes: read kh kw times while they stay in a core's cache
-SCATTER_BYTES = 1 << 20  # a block of the bottom's diff that backward adds into
-
-
-def candidates(a: Any, count: int, stride: int, pooled: int, axis: int) -> list[Any]:
-    """The ``count`` strided views of ``a`` along ``axis`` (-1 or -2) that a window's offsets read."""
-    views = []
-    for k in range(count):
-        window = slice(k, k + stride * (pooled - 1) + 1, stride)
-        views.append(a[..., window] if axis == -1 else a[..., window, :])
-    return views
+SCATTER_BYTES = 1 << 20  # a block of the bottom's diff that MAX's backward adds into
 
 
 def phase_rows(phase: int, stride: int, pad: int, size: int, extent: int) -> tuple[slice, slice] | None:
@@ -43,42 +42,20 @@ def phase_rows(phase: int, stride: int, pad: int, size: int, extent: int) -> tup
     return slice(first, stop), slice(start, start + (stop - first - 1) * stride + 1, stride)
 
 
-class MaxPool:
-    """Scratch, choices and index tables of one layer's CPU MAX pooling, for bottoms of one shape;
-    ``pad`` places the image in the frame.
-
-    A block of images is split into the frame's phases (one plane per (row mod stride_h, column
-    mod stride_w) a window offset reads, -inf where the frame is padding), each plane ``wide`` =
-    PW + (kw - 1) // stride_w columns wide: kernel offset (i, j) then reads, for all outputs of an
-    image channel, one contiguous run of its phase plane, PH x wide values from (i // sh, j // sw),
-    with the last ``wide - PW`` columns of each row beyond the windows (computed, then dropped)."""
+class Phases:
+    """One pooling geometry's phase planes, for bottoms of one shape (N, C, H, W); ``pad`` places the
+    image in the frame. ``runs``: for each kernel offset in raster order, its plane and the start of
+    its run; ``block``: images per block."""
 
     def __init__(
-        self,
-        workspace: Any,
-        kernel: Any,
-        stride: Any,
-        pooled: Any,
-        frame: Any,
-        shape: Any,
-        dtype: Any,
-        pad: Any = (0, 0),
+        self, workspace: Any, kernel: Any, stride: Any, pooled: Any, shape: Any, dtype: Any, pad: Any
     ):
         n, c, height, width = shape
-        self.workspace, self.kernel, self.stride, self.pooled = workspace, kernel, stride, pooled
-        self.pad, self.shape, self.dtype = tuple(pad), tuple(shape), dtype
-        self.geometry = (kernel, stride, pooled, frame, shape, pad)
-        get = workspace.get
-        self.choice = get("choice", (n, c, *pooled), np.int8, np)
-        self.live = get("live", (n, c, *pooled), bool, np)
         (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pooled
-        # the image's flat index of each window's first pixel (its top-left, maybe in the padding)
-        first = (np.arange(ph) * sh - self.pad[0]).reshape(-1, 1) * width + np.arange(pw) * sw - self.pad[1]
-        self.window = first.astype(np.intp)  # (PH, PW), within one channel's plane
-        self.first = np.arange(c, dtype=np.intp).reshape(-1, 1, 1) * (height * width) + self.window
-        self.offsets = np.array([i * width + j for i in range(kh) for j in range(kw)], np.intp)
+        self.workspace, self.shape, self.dtype, self.pooled = workspace, tuple(shape), dtype, pooled
         self.wide = pw + (kw - 1) // sw
         self.tall = ph + (kh - 1) // sh + 1  # one more row: the last run may reach past the last row
+        self.span = ph * self.wide
         self.phases = sorted({(i % sh, j % sw) for i in range(kh) for j in range(kw)})
         self.runs = [
             (self.phases.index((i % sh, j % sw)), (i // sh) * self.wide + j // sw)
@@ -87,42 +64,79 @@ class MaxPool:
         ]
         plane = self.tall * self.wide * np.dtype(dtype).itemsize
         self.block = max(1, BLOCK_BYTES // max(c * plane * len(self.phases), 1))
-        self.scatter_block = max(1, SCATTER_BYTES // max(c * height * width * np.dtype(dtype).itemsize, 1))
         self.copies = []  # (phase, plane rows, plane columns, image rows, image columns)
         for k, (a, b) in enumerate(self.phases):
-            rows = phase_rows(a, sh, self.pad[0], height, self.tall)
-            cols = phase_rows(b, sw, self.pad[1], width, self.wide)
+            rows = phase_rows(a, sh, pad[0], height, self.tall)
+            cols = phase_rows(b, sw, pad[1], width, self.wide)
             if rows is not None and cols is not None:
                 self.copies.append((k, rows[0], cols[0], rows[1], cols[1]))
 
-    def blocks(self, start: int, stop: int) -> Any:
+    def blocks(self, start: int, stop: int) -> Iterator[tuple[int, int]]:
         for a in range(start, stop, self.block):
             yield a, min(a + self.block, stop)
 
-    def split(self, x: Any, a: int, b: int, tag: int) -> Any:
-        """Images a..b of x as phase planes (phases, images, C, tall * wide) in this thread's scratch
-        (made -inf: the copies write only where the image is)."""
+    def planes(self, tag: str, fill: float) -> Any:
+        """This thread's planes (phases, block, C, tall, wide), ``fill`` where no copy writes."""
         shape = (len(self.phases), self.block, self.shape[1], self.tall, self.wide)
-        planes = self.workspace.get(f"phases{tag}", shape, self.dtype, np, fill=-np.inf)
+        return self.workspace.get(f"phases{tag}", shape, self.dtype, np, fill=fill)
+
+    def split(self, x: Any, a: int, b: int, planes: Any) -> Any:
+        """Images a..b of x into the planes; returned flat: (phases, images, C, tall * wide)."""
         part = x[a:b]
         for k, rows, cols, image_rows, image_cols in self.copies:
             np.copyto(planes[k, : b - a, :, rows, cols], part[:, :, image_rows, image_cols])
-        return planes.reshape(*shape[:3], -1)[:, : b - a]
+        return planes.reshape(*planes.shape[:3], -1)[:, : b - a]
+
+    def merge(self, planes: Any, a: int, b: int, diff: Any) -> None:
+        """The image pixels of the planes back into images a..b of diff (0 where no plane holds one)."""
+        part = diff[a:b]
+        part[...] = 0
+        for k, rows, cols, image_rows, image_cols in self.copies:
+            np.copyto(part[:, :, image_rows, image_cols], planes[k, : b - a, :, rows, cols])
+
+    def runs_of(self, flat: Any) -> list[Any]:
+        """Each offset's run (images, C, PH * wide) of the flat planes."""
+        return [flat[k, :, :, at : at + self.span] for k, at in self.runs]
+
+    def grid(self, a: int, b: int) -> tuple[int, ...]:
+        return (b - a, self.shape[1], self.pooled[0], self.wide)
+
+
+class MaxPool:
+    """Choices and index tables of one layer's CPU MAX pooling, for bottoms of one shape."""
+
+    def __init__(
+        self, workspace: Any, kernel: Any, stride: Any, pooled: Any, shape: Any, dtype: Any, pad: Any
+    ):
+        n, c, height, width = shape
+        (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pooled
+        self.geometry = (kernel, stride, pooled, tuple(shape), tuple(pad))
+        self.workspace, self.shape, self.dtype = workspace, tuple(shape), dtype
+        self.phases = Phases(workspace, kernel, stride, pooled, shape, dtype, pad)
+        self.choice = workspace.get("choice", (n, c, *pooled), np.int8, np)
+        self.live = workspace.get("live", (n, c, *pooled), bool, np)
+        # the image's flat index of each window's first pixel (its top-left, maybe in the padding)
+        first = (np.arange(ph) * sh - pad[0]).reshape(-1, 1) * width + np.arange(pw) * sw - pad[1]
+        self.window = first.astype(np.intp)  # (PH, PW), within one channel's plane
+        self.first = np.arange(c, dtype=np.intp).reshape(-1, 1, 1) * (height * width) + self.window
+        self.offsets = np.array([i * width + j for i in range(kh) for j in range(kw)], np.intp)
+        self.scatter_block = max(1, SCATTER_BYTES // max(c * height * width * np.dtype(dtype).itemsize, 1))
 
     def forward(self, x: Any, y: Any) -> None:
         """y = Caffe's MAX over every window of x (N, C, H, W); ``choice``/``live`` kept for backward."""
-        (ph, pw), wide, c = self.pooled, self.wide, self.shape[1]
-        span = ph * wide
+        phases, pw = self.phases, y.shape[3]
+        if y.size == 0:
+            return
 
         def images(start: int, stop: int) -> None:
-            ws, shape = self.workspace, (self.block, c, span)
+            ws, shape = self.workspace, (phases.block, self.shape[1], phases.span)
             best_all = ws.get(f"best{start}", shape, self.dtype, np)
             choice_all = ws.get(f"choice{start}", shape, np.int8, np)
             more_all = ws.get(f"more{start}", shape, bool, np)
             scaled_all = ws.get(f"scaled{start}", shape, np.int8, np)
-            for a, b in self.blocks(start, stop):
-                planes = self.split(x, a, b, start)
-                views = [planes[k, :, :, at : at + span] for k, at in self.runs]
+            planes = phases.planes(str(start), -np.inf)
+            for a, b in phases.blocks(start, stop):
+                views = phases.runs_of(phases.split(x, a, b, planes))
                 best, choice = best_all[: b - a], choice_all[: b - a]
                 more, scaled = more_all[: b - a], scaled_all[: b - a]
                 np.fmax(views[0], LOWEST, out=best)  # fmax passes NaN over
@@ -132,9 +146,8 @@ class MaxPool:
                     np.fmax(best, views[k], out=best)
                     # where(more, k, choice) as max(choice, more k): every earlier choice is below k
                     np.maximum(choice, np.multiply(more, np.int8(k), out=scaled), out=choice)
-                grid = (b - a, c, ph, wide)
-                np.copyto(y[a:b], best.reshape(grid)[..., :pw])
-                np.copyto(self.choice[a:b], choice.reshape(grid)[..., :pw])
+                np.copyto(y[a:b], best.reshape(phases.grid(a, b))[..., :pw])
+                np.copyto(self.choice[a:b], choice.reshape(phases.grid(a, b))[..., :pw])
                 np.greater(y[a:b], LOWEST, out=self.live[a:b])  # -inf / NaN only: no choice, no gradient
 
         parallel.run(images, y.shape[0], np, parallel.grain(y[0:1].size * len(self.offsets)))
@@ -161,7 +174,8 @@ class MaxPool:
             for a in range(start, stop, self.scatter_block):
                 b = min(a + self.scatter_block, stop)
                 diff[a:b] = 0
-                sent = np.where(self.live[a:b], dy[a:b], 0) if not self.live[a:b].all() else dy[a:b]
+                live = self.live[a:b]
+                sent = dy[a:b] if live.all() else np.where(live, dy[a:b], 0)
                 np.add.at(flat, self.chosen(a, b).reshape(-1), sent.reshape(-1))
 
         parallel.run(images, diff.shape[0], np, parallel.grain(diff[0:1].size))
@@ -172,46 +186,58 @@ class MaxPool:
         return np.where(self.live, within, -1)
 
 
-def ave_forward(
-    framed: Any, kernel: Any, stride: Any, pooled: Any, divisor: Any, y: Any, row_sum: Any
-) -> None:
-    """AVE: y = the window sums of the zero-padded frame, as sums along each window row (kw strided
-    views, into ``row_sum`` (N, C, FH, PW)) then down the kh row sums, over Caffe's ``divisor``."""
-    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pooled
+class AvePool:
+    """One layer's CPU AVE pooling for bottoms of one shape; ``divisor`` (PH, PW): Caffe's window sizes."""
 
-    def images(start: int, stop: int) -> None:
-        s = slice(start, stop)
-        across, out = candidates(framed[s], kw, sw, pw, -1), row_sum[s]
-        np.copyto(out, across[0])
-        for view in across[1:]:
-            out += view
-        down, total = candidates(out, kh, sh, ph, -2), y[s]
-        np.copyto(total, down[0])
-        for view in down[1:]:
-            total += view
-        with np.errstate(invalid="ignore", divide="ignore"):  # Caffe's 0 / 0 of empty windows
-            np.divide(total, divisor, out=total)
+    def __init__(
+        self, workspace: Any, kernel: Any, stride: Any, pooled: Any, shape: Any, dtype: Any, pad: Any
+    ):
+        self.geometry = (kernel, stride, pooled, tuple(shape), tuple(pad))
+        self.workspace, self.dtype = workspace, dtype
+        self.phases = Phases(workspace, kernel, stride, pooled, shape, dtype, pad)
 
-    parallel.run(images, y.shape[0], np, parallel.grain(framed[0:1].size))
+    def forward(self, x: Any, divisor: Any, y: Any) -> None:
+        phases, pw = self.phases, y.shape[3]
+        if y.size == 0:
+            return
 
+        def images(start: int, stop: int) -> None:
+            shape = (phases.block, y.shape[1], phases.span)
+            total_all = self.workspace.get(f"total{start}", shape, self.dtype, np)
+            planes = phases.planes(str(start), 0)
+            for a, b in phases.blocks(start, stop):
+                views, total = phases.runs_of(phases.split(x, a, b, planes)), total_all[: b - a]
+                if len(views) == 1:
+                    np.copyto(total, views[0])
+                else:
+                    np.add(views[0], views[1], out=total)
+                for view in views[2:]:
+                    total += view
+                with np.errstate(invalid="ignore", divide="ignore"):  # Caffe's 0 / 0 of empty windows
+                    np.divide(total.reshape(phases.grid(a, b))[..., :pw], divisor, out=y[a:b])
 
-def ave_backward(
-    dy: Any, kernel: Any, stride: Any, pooled: Any, divisor: Any, frame_diff: Any, row_diff: Any
-) -> None:
-    """frame_diff (N, C, FH, FW) = each window's dy / divisor spread over it: up the kh rows of row
-    sums (``row_diff``), then along the kw columns of each row."""
-    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pooled
+        parallel.run(images, y.shape[0], np, parallel.grain(y[0:1].size * len(phases.runs)))
 
-    def images(start: int, stop: int) -> None:
-        s = slice(start, stop)
-        with np.errstate(invalid="ignore", divide="ignore"):  # empty windows reach no pixel
-            share = dy[s] / divisor
-        rows, frame = row_diff[s], frame_diff[s]
-        rows[...] = 0
-        for view in candidates(rows, kh, sh, ph, -2):
-            view += share
-        frame[...] = 0
-        for view in candidates(frame, kw, sw, pw, -1):
-            view += rows
+    def backward(self, dy: Any, divisor: Any, diff: Any) -> None:
+        """diff (N, C, H, W) = each window's dy / divisor added onto its pixels."""
+        phases, pw = self.phases, dy.shape[3]
+        if dy.size == 0:
+            diff[...] = 0
+            return
 
-    parallel.run(images, dy.shape[0], np, parallel.grain(frame_diff[0:1].size))
+        def images(start: int, stop: int) -> None:
+            shape = (phases.block, dy.shape[1], phases.pooled[0], phases.wide)
+            share_all = self.workspace.get(f"share{start}", shape, self.dtype, np, zeros=True)
+            planes = phases.planes(f"d{start}", 0)
+            flat = planes.reshape(*planes.shape[:3], -1)
+            for a, b in phases.blocks(start, stop):
+                share = share_all[: b - a]  # its columns past PW stay 0: they add nothing
+                with np.errstate(invalid="ignore", divide="ignore"):  # empty windows reach no pixel
+                    np.divide(dy[a:b], divisor, out=share[..., :pw])
+                planes[:, : b - a] = 0
+                runs = phases.runs_of(flat[:, : b - a])
+                for view in reversed(runs):  # each pixel's windows in raster order, as Caffe adds them
+                    view += share.reshape(b - a, dy.shape[1], -1)
+                phases.merge(planes, a, b, diff)
+
+        parallel.run(images, dy.shape[0], np, parallel.grain(diff[0:1].size))

@@ -77,8 +77,8 @@ def test_cpu_max_first_maximum_in_raster_order():
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("text, shape", GEOMETRIES)
 def test_cpu_ave_equals_reference(monkeypatch, threads, text, shape):
-    """AVE's separable sums (along window rows, then down them) give the patch path's numbers, up
-    to the order of the adds; Caffe's divisor, windows past the image (NaN of 0 / 0) included."""
+    """AVE's sums over the phase planes give the patch path's numbers, up to the order of the adds;
+    Caffe's divisor, windows past the image (NaN of 0 / 0) included."""
     values = np.random.default_rng(0).standard_normal(shape)
     monkeypatch.setattr(parallel, "_pool", parallel.Pool(threads))
     monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
