@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine import backend
 from engine.export import ExportError
 from engine.layers import Layer
 from proto import caffe_pb2
@@ -105,6 +106,18 @@ def _sigmoid_loss(layer: Any) -> Args:
     args: Args = dict(normalization=_loss_norm(layer))
     if layer.ignore_label is not None:
         args["ignore_label"] = layer.ignore_label
+    return args
+
+
+def _infogain(layer: Any) -> Args:
+    args: Args = dict(axis=layer.param.infogain_loss_param.axis, normalization=_loss_norm(layer))
+    if layer.ignore_label is not None:
+        args["ignore_label"] = layer.ignore_label
+    if layer.infogain is not None:  # read from infogain_loss_param.source by the engine: written out
+        h = backend.to_host(layer.infogain).reshape(layer.channels, layer.channels)
+        args["infogain"] = tuple(tuple(float(v) for v in row) for row in h)
+    if len(layer.param.top) > 1:
+        args["with_prob"] = True
     return args
 
 
@@ -218,6 +231,9 @@ ARGS: dict[str, Callable[[Any], Args]] = {
     "SigmoidCrossEntropyLoss": _sigmoid_loss,
     "EuclideanLoss": lambda layer: {},
     "ContrastiveLoss": _neuron("contrastive_loss_param", "margin", "legacy_version"),
+    "HingeLoss": lambda layer: dict(norm=caffe_pb2.HingeLossParameter.Norm.Name(layer.norm)),
+    "MultinomialLogisticLoss": lambda layer: {},
+    "InfogainLoss": _infogain,
     "Accuracy": _accuracy,
 }
 

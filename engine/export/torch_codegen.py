@@ -152,7 +152,7 @@ def library_source(types: set[str]) -> str:
     for cls in wanted:
         helpers |= set(getattr(cls, "helpers", ()))
     parts = []
-    constants = [name for name in ("FLT_MAX", "FLT_MIN") if name in helpers]
+    constants = [name for name in ("FLT_MAX", "FLT_MIN", "LOG_THRESHOLD") if name in helpers]
     if constants:
         text = inspect.getsource(common)
         for constant in constants:

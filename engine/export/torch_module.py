@@ -69,16 +69,17 @@ def export_module(
     weights: str | None = None,
     phase: int = caffe_pb2.TEST,
     param: caffe_pb2.NetParameter | None = None,
+    seed: int = 0,
 ) -> str:
-    """Write OUT.py and OUT.pt; returns a one-line summary. ExportError (or the engine's error) on a net
-    that cannot be exported."""
+    """Write OUT.py and OUT.pt (the fillers drawn under ``seed`` when no weights are given); returns a
+    one-line summary. ExportError (or the engine's error) on a net that cannot be exported."""
     torch = needs("torch")
 
     from proto import textio
 
     if param is None:
         param = textio.read_net(net_path)
-    net = build(param, phase, weights)
+    net = build(param, phase, weights, seed)
     exported = describe(net, class_name(param.name))
     stem = os.path.splitext(os.path.basename(out_path))[0]
     if not stem.isidentifier():

@@ -3,7 +3,9 @@ and backward, and report the largest relative differences (imported by name from
 
 from __future__ import annotations
 
+import importlib.util
 import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,7 +16,7 @@ from engine.export import torch_module
 from engine.export.torch_args import INPUT_TYPES
 from engine.export.torch_codegen import describe, module_source
 from engine.layers import dropout
-from proto import caffe_pb2
+from proto import caffe_pb2, textio
 
 
 def load_module(text: str, name: str = "exported") -> types.ModuleType:
@@ -51,8 +53,11 @@ def compare(
     monkeypatch: Any = None,
     dtype: Any = np.float32,
     force_backward: bool = True,
+    via: Path | None = None,
 ) -> dict[str, float]:
-    """{what: relative error} for every output, input gradient and parameter gradient."""
+    """{what: relative error} for every output, input gradient and parameter gradient. With ``via`` (a
+    folder) the module goes the user's way: the prototxt written there, `export_module` writing
+    exported_net.py and its .pt, the file imported and its ``load()`` called."""
     param = caffe_pb2.NetParameter.FromString(param.SerializeToString())
     param.force_backward = force_backward
     net = torch_module.build(param, phase, seed=seed, dtype=dtype)
@@ -64,11 +69,14 @@ def compare(
                 layer.blobs[1].data[...] = np.random.default_rng(seed).uniform(0.5, 1.5, c)
                 layer.blobs[2].data[...] = 1
     exported = describe(net, "Exported")
-    module = load_module(module_source(exported, "test", "test", "test.pt", "test"))
-    model = module.Exported()
-    if dtype == np.float64:
-        model.double()
-    model.load_state_dict(torch_module.state_dict(net, exported))
+    if via is None:
+        module = load_module(module_source(exported, "test", "test", "test.pt", "test"))
+        model = module.Exported()
+        if dtype == np.float64:
+            model.double()
+        model.load_state_dict(torch_module.state_dict(net, exported))
+    else:
+        model = exported_file(param, phase, seed, via)
     draws: list[np.ndarray] = []
     if monkeypatch is not None:
         original = dropout.rng.for_module
@@ -134,6 +142,19 @@ def compare(
                 got = p.grad.numpy() if p.grad is not None else np.zeros(p.shape, dtype)
                 errors[f"d {layer_name}.{blob_name}"] = worst(got, np.array(blob.diff))
     return errors
+
+
+def exported_file(param: caffe_pb2.NetParameter, phase: int, seed: int, folder: Path) -> Any:
+    """The net exported by `export_module` into ``folder`` and loaded from there, as a user would."""
+    prototxt = folder / "net.prototxt"
+    textio.write_net(prototxt, param)
+    out = folder / "exported_net.py"
+    torch_module.export_module(str(prototxt), str(out), phase=phase, seed=seed)
+    spec = importlib.util.spec_from_file_location(f"exported_{abs(hash(str(folder)))}", out)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load()
 
 
 def module_arg(exported: Any, blob: str) -> str:

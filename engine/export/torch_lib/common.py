@@ -9,6 +9,7 @@ from torch import nn
 
 FLT_MAX = 3.4028234663852886e38  # Caffe's -FLT_MAX starts MAX pooling
 FLT_MIN = 1.1754943508222875e-38  # Caffe's floor under a probability before its log
+LOG_THRESHOLD = 1e-20  # the floor of MultinomialLogisticLoss and InfogainLoss (kLOG_THRESHOLD)
 
 
 def add_blobs(module: nn.Module, blobs: dict[str, tuple[int, ...]]) -> None:
