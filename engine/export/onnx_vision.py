@@ -1,4 +1,4 @@
-"""Convolution, Deconvolution and Pooling with Caffe's geometry, spelt as explicit ONNX pads.
+"""Convolution, Deconvolution, Pooling and SPP with Caffe's geometry, spelt as explicit ONNX pads.
 
 Caffe's pooling rounds its output size up and drops a last window that would start in the padding;
 ONNX's ceil_mode does neither the same way, so the exporter always writes the exact pads: before, the
@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.export import ExportError
 from engine.export.onnx_context import LayerContext, maps
 from proto import caffe_pb2
 
@@ -97,3 +98,24 @@ def pooling(c: LayerContext) -> None:
         g.op("Identity", mean, out=c.y)
     else:
         g.op("Mul", mean, g.const(ratio.reshape(1, 1, *ratio.shape), "divisor_ratio"), out=c.y)
+
+
+@maps("SPP")
+def spp(c: LayerContext) -> None:
+    """Each pyramid level is the engine's own Pooling layer (its geometry set up for this input size),
+    exported as Pooling is; the levels flattened and joined, or a single level's top as it is."""
+    levels = list(zip(c.layer.levels, c.layer.outputs))  # type: ignore[attr-defined]
+    if c.p.spp_param.pool == caffe_pb2.SPPParameter.STOCHASTIC and c.train:
+        raise c.refuse("STOCHASTIC pooling samples at random while training; ONNX has no equivalent")
+    pieces = []
+    for index, (level, out) in enumerate(levels):
+        y = c.y if len(levels) == 1 else c.g.fresh(f"{c.p.name}/level{index}")
+        context = LayerContext(c.g, level, [c.x], [y], c.bottom_shapes[:1], [tuple(out.shape)], [], [])
+        try:
+            pooling(context)
+        except ExportError as exc:  # named after the SPP layer, not its level
+            raise c.refuse(f"pyramid level {index}: {str(exc).split('): ', 1)[-1]}") from None
+        if len(levels) > 1:
+            pieces.append(c.g.op("Flatten", y, axis=1))
+    if pieces:
+        c.g.op("Concat", *pieces, axis=1, out=c.y)

@@ -60,6 +60,13 @@ def _pooling(layer: Any) -> Args:
     return args
 
 
+def _spp(layer: Any) -> Args:
+    method = caffe_pb2.SPPParameter.PoolMethod.Name(layer.param.spp_param.pool)
+    if method == "STOCHASTIC" and layer.phase == caffe_pb2.TRAIN:
+        raise _refuse(layer, "STOCHASTIC pooling draws its own samples in TRAIN; export the TEST phase")
+    return dict(pyramid_height=layer.height, method=method)
+
+
 def _lrn(layer: Any) -> Args:
     across = layer.param.lrn_param.norm_region == caffe_pb2.LRNParameter.ACROSS_CHANNELS
     return dict(
@@ -189,7 +196,9 @@ ARGS: dict[str, Callable[[Any], Args]] = {
     "Convolution": _conv,
     "Deconvolution": _conv,
     "Pooling": _pooling,
+    "SPP": _spp,
     "LRN": _lrn,
+    "MVN": _neuron("mvn_param", "normalize_variance", "across_channels", "eps"),
     "InnerProduct": _inner_product,
     "BatchNorm": _batch_norm,
     "Scale": _scale,

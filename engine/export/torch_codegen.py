@@ -147,6 +147,10 @@ def library_source(types: set[str]) -> str:
 
     modules = [importlib.import_module(f"engine.export.torch_lib.{m}") for m in LIBRARY_MODULES]
     common = modules[0]
+    types = set(types)
+    for m in modules[1:]:  # a layer built of other layers (SPP of Pooling) names them in its helpers
+        for t in list(types):
+            types |= {h for h in getattr(getattr(m, t, None), "helpers", ()) if not hasattr(common, h)}
     wanted = [getattr(m, t) for m in modules[1:] for t in sorted(types) if hasattr(m, t)]
     helpers: set[str] = set()
     for cls in wanted:

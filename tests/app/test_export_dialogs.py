@@ -66,12 +66,14 @@ def test_export_pytorch_module_from_the_file_menu_writes_a_module_that_runs(qtbo
 
 
 def test_a_net_the_export_cannot_express_is_refused_in_the_status_line(qtbot, window, tmp_path):
-    text = (tmp_path / "mlp.prototxt").read_text().replace('type: "ReLU"', 'type: "MVN"', 1)
-    (tmp_path / "bad.prototxt").write_text(text)
+    (tmp_path / "bad.prototxt").write_text(
+        'layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 2 dim: 4 dim: 4 } } }\n'
+        'layer { name: "cols" type: "Im2col" bottom: "x" top: "y" convolution_param { kernel_size: 2 } }\n'
+    )
     assert window.open_file(tmp_path / "bad.prototxt")
     dialog = window.export_actions.open_dialog("torch")
     assert not dialog.export()
-    assert "(MVN)" in dialog.status.text() and "cannot be exported" in dialog.status.text()
+    assert "(Im2col)" in dialog.status.text() and "cannot be exported" in dialog.status.text()
 
 
 def test_train_on_a_cluster_writes_the_package_and_shows_the_command_to_copy(qtbot, window, tmp_path):

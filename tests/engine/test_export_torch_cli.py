@@ -27,10 +27,15 @@ def test_export_a_module_and_refuse_a_layer_in_one_line(tmp_path):
     text = (tmp_path / "lenet.py").read_text()
     assert "class LeNet(nn.Module):" in text and "def load(" in text and "import engine" not in text
     bad = tmp_path / "bad.prototxt"
-    bad.write_text(Path(LENET).read_text().replace('type: "ReLU"', 'type: "MVN"'))
+    bad.write_text(
+        Path(LENET)
+        .read_text()
+        .replace('type: "ReLU"', 'type: "Im2col" convolution_param { kernel_size: 1 }')
+        .replace('bottom: "ip1"\n  top: "ip1"', 'bottom: "pool2"\n  top: "cols"')
+    )
     refused = main("export", str(bad), str(tmp_path / "bad.py"))
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
-        "error: layer 'relu1' (MVN): this layer type cannot be exported to PyTorch"
+        "error: layer 'relu1' (Im2col): this layer type cannot be exported to PyTorch"
     ]
     assert not (tmp_path / "bad.py").exists()

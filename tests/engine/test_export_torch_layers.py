@@ -146,6 +146,16 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "slice_equal": (IMAGE, one("Slice", "slice_param { axis: 3 }", tops='top: "a" top: "b" top: "c"')),
     "split": (IMAGE, one("Split", "", tops='top: "a" top: "b"')),
+    "mvn": (IMAGE, one("MVN", "")),
+    "mvn_across": (IMAGE, one("MVN", "mvn_param { across_channels: true }")),
+    "mvn_mean_only": (IMAGE, one("MVN", "mvn_param { normalize_variance: false }")),
+    # eps large enough that Caffe's gradient (std + eps held fixed) is not the forward's derivative
+    "mvn_caffe_gradient_eps": (IMAGE, one("MVN", "mvn_param { eps: 0.5 across_channels: true }")),
+    "mvn_groups_of_one": ("dim: 3 dim: 5", one("MVN", "")),
+    "spp_max_3_levels": (IMAGE, one("SPP", "spp_param { pyramid_height: 3 pool: MAX }")),
+    "spp_ave_2_levels": (IMAGE, one("SPP", "spp_param { pyramid_height: 2 pool: AVE }")),
+    "spp_one_level": (IMAGE, one("SPP", "spp_param { pyramid_height: 1 }")),
+    "spp_square_4_levels": ("dim: 1 dim: 2 dim: 16 dim: 16", one("SPP", "spp_param { pyramid_height: 4 }")),
 }
 
 TWO_INPUTS = "dim: 2 dim: 6 dim: 7 dim: 9"
@@ -272,6 +282,12 @@ def test_train_dropout_replays_the_engine_mask(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_type_without_an_export_is_refused_naming_the_layer() -> None:
-    layers = one("MVN", "")
-    with pytest.raises(ExportError, match=r"layer 'l' \(MVN\)"):
+    layers = one("Im2col", "convolution_param { kernel_size: 2 }")
+    with pytest.raises(ExportError, match=r"layer 'l' \(Im2col\): this layer type cannot be exported"):
         compare(net(IMAGE, layers), caffe_pb2.TEST)
+
+
+def test_stochastic_spp_is_refused_in_train() -> None:
+    layers = one("SPP", "spp_param { pyramid_height: 2 pool: STOCHASTIC }")
+    with pytest.raises(ExportError, match=r"layer 'l' \(SPP\): STOCHASTIC pooling draws"):
+        compare(net("dim: 1 dim: 2 dim: 8 dim: 8", layers), caffe_pb2.TRAIN)

@@ -89,8 +89,8 @@ def test_dynamic_batch_runs_at_another_batch(capsys, tmp_path):
     "layer,words",
     [
         (
-            'type: "SPP" spp_param { pyramid_height: 2 }',
-            "layer 'odd' (SPP): this layer type has no ONNX equivalent",
+            'type: "Im2col" convolution_param { kernel_size: 2 }',
+            "layer 'odd' (Im2col): this layer type has no ONNX equivalent",
         ),
         (
             'type: "Pooling" pooling_param { pool: STOCHASTIC kernel_size: 2 }',

@@ -113,6 +113,25 @@ def test_max_pooling_mask_and_stochastic_at_test():
 
 
 @pytest.mark.parametrize(
+    "params,shape",
+    [("pyramid_height: 3 pool: MAX", (2, 3, 7, 9)), ("pyramid_height: 2 pool: AVE", (2, 3, 7, 9)),
+     ("pyramid_height: 1", (2, 3, 5, 6)), ("pyramid_height: 4 pool: AVE", (1, 2, 16, 16))],
+)  # fmt: skip
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_spp(params, shape, dynamic):
+    """Each level is Caffe's Pooling with its padded bins (AVE's divisor at the borders included)."""
+    layer = f'layer {{ name: "s" type: "SPP" bottom: "x" top: "y" spp_param {{ {params} }} }}'
+    check(one_layer(layer, shape), dynamic=dynamic)
+
+
+def test_stochastic_spp_at_test():
+    positive = {"x": np.random.default_rng(2).uniform(0.1, 2, (2, 3, 8, 8)).astype(np.float32)}
+    spp = 'layer { name: "s" type: "SPP" bottom: "x" top: "y" '
+    spp += "spp_param { pyramid_height: 2 pool: STOCHASTIC } }"
+    check(one_layer(spp, (2, 3, 8, 8)), feeds=positive)
+
+
+@pytest.mark.parametrize(
     "params",
     [
         "local_size: 5 alpha: 0.1 beta: 0.75",

@@ -251,3 +251,53 @@ class Bias(nn.Module):
         start = 0 if b.dim() == 0 else caffe_axis(self.axis, x.dim())
         dims = (count(x.shape, 0, start), b.numel(), count(x.shape, start + b.dim()))
         return (x.reshape(dims) + b.reshape(1, -1, 1)).reshape(x.shape)
+
+
+class MVN(nn.Module):
+    """y = (x - mean) / (std + eps), or x - mean without normalize_variance, over each (n, c) slice (each
+    sample n with across_channels); std the population one. Caffe's gradient holds std + eps fixed:
+    (dy - mean(dy) - y mean(dy y)) / (std + eps), which the linear stand-in below has as its own."""
+
+    def __init__(self, normalize_variance: bool = True, across_channels: bool = False, eps: float = 1e-9):
+        super().__init__()
+        self.normalize_variance, self.across_channels, self.eps = normalize_variance, across_channels, eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.numel() == 0:
+            return x * 1
+        groups = x.shape[0] * (1 if self.across_channels or x.dim() < 2 else x.shape[1])
+        v = x.reshape(groups, -1)
+        centered = v - v.mean(dim=1, keepdim=True)
+        if not self.normalize_variance:
+            return centered.reshape(x.shape)
+        c = centered.detach()
+        std = torch.sqrt((c * c).mean(dim=1, keepdim=True)) + self.eps
+        y = c / std
+        # Linear in x with y and std held: its vector-Jacobian product is Caffe's backward (the
+        # centering of the y term adds mean(y) mean(dy y), zero but for rounding since y is centred).
+        stand_in = (centered - y * (centered * y).mean(dim=1, keepdim=True)) / std
+        return (y + (stand_in - stand_in.detach())).reshape(x.shape)
+
+
+class SPP(nn.Module):
+    """Spatial pyramid pooling: level l = 0 .. pyramid_height - 1 pools 2^l x 2^l bins with Caffe's
+    Pooling (kernel = stride = ceil(H / 2^l), pad = (kernel 2^l - H + 1) // 2, the same for W); the
+    levels flattened and joined: (N, C sum_l 4^l). A single level gives its (N, C, 1, 1) top itself."""
+
+    helpers = ("Pooling",)
+
+    def __init__(self, pyramid_height: int, method: str) -> None:
+        super().__init__()
+        self.pyramid_height, self.method = pyramid_height, method
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        height, width = x.shape[2:]
+        levels = []
+        for level in range(self.pyramid_height):
+            bins = 2**level
+            kh, kw = math.ceil(height / bins), math.ceil(width / bins)
+            pad = ((kh * bins - height + 1) // 2, (kw * bins - width + 1) // 2)
+            levels.append(Pooling(self.method, (kh, kw), (kh, kw), pad)(x))
+        if len(levels) == 1:
+            return levels[0]
+        return torch.cat([y.reshape(x.shape[0], -1) for y in levels], dim=1)
