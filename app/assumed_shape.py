@@ -18,10 +18,16 @@ from proto import caffe_pb2
 
 def train_assumptions(graph: Any) -> dict[str, list[Shape]]:
     """Data layer name -> the TRAIN phase's assumed top shapes (all known), as the canvas has them."""
+    return assumptions(graph, caffe_pb2.TRAIN)
+
+
+def assumptions(graph: Any, phase: int) -> dict[str, list[Shape]]:
+    """Data layer name -> the assumed top shapes (all known) of ``phase``'s net, as the canvas has
+    them (its own view when it shows that phase, else the same rules and hints for that phase)."""
     scene = graph.scene
-    g = scene.graph if scene.phase == caffe_pb2.TRAIN else None
+    g = scene.graph if scene.phase == phase else None
     if g is None and any(reads_source(layer) for layer in scene.net.layer):
-        g = build(scene.net, caffe_pb2.TRAIN, hints=scene.data_hints)
+        g = build(scene.net, phase, hints=scene.data_hints)
     if g is None:
         return {}
     return {

@@ -20,7 +20,9 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
+    QSizePolicy,
     QStyle,
+    QToolButton,
 )
 
 from app import commands, export_actions, files, opening, recovery, saving, train_checks
@@ -74,7 +76,7 @@ class MainWindow(QMainWindow):
         self.editor_dock.setWidget(self.editor)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.editor_dock)
         self.filler_dock, self.net_start_dock = add_initialisation_docks(
-            self, self.editor_dock, self.doc, self.push, self.selection
+            self, self.editor_dock, self.doc, self.push, self.selection, self.graph
         )
         self.training = TrainingDock(self.doc, self, before_train=self.editor.commit)
         self.training.vet = self._vet_training
@@ -367,6 +369,15 @@ class MainWindow(QMainWindow):
         toolbar.addActions([self.undo_action, self.redo_action])
         toolbar.addSeparator()
         toolbar.addAction(self.training.train_action)
+        for compact in (self.undo_action, self.redo_action):  # icons, their names on hover
+            button = toolbar.widgetForAction(compact)
+            if isinstance(button, QToolButton):
+                button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        toolbar.addSeparator()
+        # The canvas's buttons and totals on the same row: one toolbar row above the canvas, no footer.
+        self.graph.toolbar.embed()
+        self.graph.toolbar.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        toolbar.addWidget(self.graph.toolbar)
         self.export_actions = export_actions.install(self)  # File > Export, Train > Train on a Cluster…
 
     def _update_actions(self) -> None:

@@ -12,9 +12,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, QSettings, Qt
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMenu, QTabWidget, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QMainWindow,
+    QMenu,
+    QTabBar,
+    QTabWidget,
+    QWidget,
+)
 
 from app.about import AboutDialog
 from app.assumed_shape import AssumedShapeBox, train_assumptions
@@ -72,12 +80,22 @@ class Workbench(QObject):
         bar = w.statusBar()  # a message cut by the totals beside it is whole on hover
         bar.messageChanged.connect(lambda message: bar.setToolTip(message))
         self.solver_panel = SolverPanel(w.doc, w.push, w)
-        self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.LeftDockWidgetArea)
-        # One column at the right, so the canvas keeps most of a 1280-px window: the prototxt, the
-        # solver and the initialisation panels as tabs down its edge (vertical tabs: every title
-        # fits whole), the inspector below them: box, text and fields of one selection in view.
-        self.solver_dock = self._dock("Solver", "solverDock", self.solver_panel, Area.RightDockWidgetArea)
-        w.tabifyDockWidget(w.editor_dock, self.solver_dock)
+        # One column at the right, so the canvas keeps most of a 1280-px window: the layers to add,
+        # the prototxt, the initialisation panels and the solver as tabs down its edge (vertical
+        # tabs: every title fits whole), the inspector below them: box, text and fields of one
+        # selection in view. The column runs the window's height; the training dock stays under
+        # the canvas.
+        self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.RightDockWidgetArea)
+        self.solver_dock = QDockWidget("Solver", w, objectName="solverDock")
+        self.solver_dock.setWidget(self.solver_panel)
+        group = [self.palette_dock, w.editor_dock, w.filler_dock, w.net_start_dock, self.solver_dock]
+        for dock in group[1:-1]:  # out of the group the window made, back in after the layers
+            w.removeDockWidget(dock)
+        for before, dock in zip(group, group[1:]):
+            w.tabifyDockWidget(before, dock)
+            dock.show()
+        w.setCorner(Qt.Corner.BottomRightCorner, Area.RightDockWidgetArea)
+        w.setCorner(Qt.Corner.TopRightCorner, Area.RightDockWidgetArea)
         self.inspector_dock = self._dock(
             "Inspector", "inspectorDock", self.inspector, Area.RightDockWidgetArea
         )
@@ -310,6 +328,7 @@ class Workbench(QObject):
             self._shown = True
             if self.session is None or not self.session.restore():
                 self._size_docks()
+                QTimer.singleShot(0, self._size_docks)  # again once the window's rows have their heights
             self.panels.restore_training()
         return False
 
@@ -323,22 +342,26 @@ class Workbench(QObject):
             )
 
     def _size_docks(self) -> None:
-        """The panels at widths that leave the canvas most of the window (60% of a 1280-px one):
-        the palette narrow at the left, one tabbed column at the right, never below what its
-        widest panel needs; the training dock folded to its bar until Train."""
+        """The panels at widths that leave the canvas most of the window (over 70% of a 1280-px
+        one's width): one tabbed column at the right, ~330 px at 1280 and never below what its
+        widest panel needs, its tabs tall enough for every title whole, the inspector below; the
+        training dock folded to its bar until Train."""
         w = self.window
         width = w.width()
         group = [w.editor_dock, *w.tabifiedDockWidgets(w.editor_dock)]
         column = max(
-            int(min(max(width * 0.26, 330), 560)), *(dock.minimumSizeHint().width() for dock in group)
+            int(min(max(width * 0.26, 330), 520)), *(dock.minimumSizeHint().width() for dock in group)
         )
-        palette = int(min(max(width * 0.12, 150), 220))
-        w.resizeDocks([self.palette_dock, w.editor_dock], [palette, column], Qt.Orientation.Horizontal)
-        w.resizeDocks(
-            [w.editor_dock, self.inspector_dock],
-            [w.height() * 55 // 100, w.height() * 45 // 100],
-            Qt.Orientation.Vertical,
-        )
+        w.resizeDocks([w.editor_dock], [column], Qt.Orientation.Horizontal)
+        height = w.editor_dock.height() + self.inspector_dock.height()  # the column's (shared in ratio)
+        top = max(height * 55 // 100, tab_titles_height(w) + 12)
+        w.resizeDocks([w.editor_dock, self.inspector_dock], [top, height - top], Qt.Orientation.Vertical)
+
+
+def tab_titles_height(window: QMainWindow) -> int:
+    """What the right column's vertical tabs need to show every title whole."""
+    bars = [bar for bar in window.findChildren(QTabBar) if bar.count() > 1]
+    return max((sum(bar.tabSizeHint(i).height() for i in range(bar.count())) for bar in bars), default=0)
 
 
 def boxes_found(count: int) -> str:

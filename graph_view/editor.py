@@ -16,7 +16,7 @@ import os
 
 from PySide6.QtCore import QEvent, QFileSystemWatcher, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from engine import pymodules
 from engine.data_shapes import Hints
@@ -53,8 +53,7 @@ class GraphEditor(QWidget):
         self.status.setWordWrap(True)  # a long refusal wraps on its own line: it never widens the window
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.status.hide()
-        self.totals = QLabel(self)
-        self.totals.setObjectName("graphTotals")
+        self.totals = self.toolbar.totals  # at the toolbar row's right end: no footer row
         self._style_labels()
         self._layout_widgets()
         self.controller = (
@@ -85,18 +84,13 @@ class GraphEditor(QWidget):
         sheet = f"color: {red}; padding: 3px 10px;"
         if self.status.styleSheet() != sheet:
             self.status.setStyleSheet(sheet)
-        self.totals.setStyleSheet("color: palette(text); padding: 3px 10px;")
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "totals"):
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "status"):
             self._style_labels()
 
     def _layout_widgets(self) -> None:
-        bottom = QHBoxLayout()
-        bottom.setContentsMargins(0, 0, 0, 0)
-        bottom.addStretch(1)
-        bottom.addWidget(self.totals)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
@@ -104,7 +98,6 @@ class GraphEditor(QWidget):
         layout.addWidget(self.view, 1)
         layout.addWidget(self.problems)
         layout.addWidget(self.status)
-        layout.addLayout(bottom)
         self.problems.hide()
 
     def _connect(self) -> None:

@@ -62,9 +62,14 @@ def copy_of(live: GraphScene) -> GraphScene:
 
 
 def _source(scene: GraphScene, keys: list[str] | None = None) -> QRectF:
-    """The whole net, or the boxes ``keys`` (and their labels), with a margin."""
+    """The whole net, or the boxes ``keys`` (and their labels), with a margin. With ``keys``, the
+    other boxes and the wires to them are hidden: the margin would show bits of the neighbours."""
     rect = QRectF()
     if keys:
+        for key, item in scene.nodes.items():
+            item.setVisible(key in keys)
+        for wire in scene.wires:
+            wire.setVisible(wire.edge.src in keys and wire.edge.dst in keys)
         for key in keys:
             if key in scene.nodes:
                 box = scene.nodes[key].sceneBoundingRect() | scene.nodes[key].mapRectToScene(

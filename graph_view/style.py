@@ -66,6 +66,6 @@ LINE_H = 16
 BAND_H = 20
 CHIPS_H = 18
 PORT_R = 4.5
-RANK_GAP = 58
+RANK_GAP = 42  # LeNet (8 ranks) whole at a readable zoom in a 1280x800 window
 NODE_GAP = 36
 FONT_FAMILY = "Sans Serif"

@@ -1,14 +1,17 @@
-"""The canvas's own toolbar: TRAIN / TEST, the split overlay, the flow direction, fit and re-layout.
+"""The canvas's own toolbar: TRAIN / TEST, the split overlay, the flow direction, fit and re-layout,
+and at its right end the canvas's totals (layers shown, params, FLOPs): one row, no footer below.
 
 The buttons sit in a QToolBar, so a narrow canvas tucks the last of them behind its » button
-instead of widening the window. Colours are palette roles: the bar follows the application theme.
+instead of widening the window; the totals shorten with … and say it whole on hover. Colours are
+palette roles: the bar follows the application theme. ``embed()`` drops the row's own frame when
+a window puts it into its main toolbar (one row for the window's and the canvas's buttons).
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QAction, QActionGroup
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolBar, QToolButton, QWidget
+from PySide6.QtGui import QAction, QActionGroup, QPainter
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolBar, QToolButton, QWidget
 
 from proto import caffe_pb2
 
@@ -24,8 +27,40 @@ QToolButton#phaseTrain { border-top-left-radius: 4px; border-bottom-left-radius:
 QToolButton#phaseTest { border-top-right-radius: 4px; border-bottom-right-radius: 4px; border-left: none; }
 QToolButton#splits, QToolButton#direction, QToolButton#fit, QToolButton#relayout { border-radius: 4px; }
 QToolButton#qt_toolbar_ext_button { border: none; background: transparent; padding: 0px 2px; }
-QLabel#graphHint { color: palette(placeholder-text); padding-left: 8px; }
+QLabel#graphHint { color: palette(placeholder-text); padding-left: 10px; }
+QLabel#graphTotals { color: palette(text); padding-left: 10px; }
 """
+EMBEDDED = "QWidget#graphToolbar { background: transparent; border: none; }"
+
+
+class ElidedLabel(QLabel):
+    """One line that never asks for more width than it gets: cut with … to its width, whole in
+    its tooltip; ``text()`` stays the whole text."""
+
+    def __init__(self, name: str, parent: QWidget | None = None, padding: int = 10) -> None:
+        super().__init__(parent)
+        self.setObjectName(name)
+        self.padding = padding  # the style sheet's left padding
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:
+        width = self.fontMetrics().horizontalAdvance(self.text()) + self.padding + 4 if self.text() else 0
+        return QSize(width, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(min(self.sizeHint().width(), 40), super().minimumSizeHint().height())
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        room = self.contentsRect()  # inside the style sheet's padding
+        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, room.width())
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(room, int(self.alignment()), shown)
 
 
 class GraphToolbar(QWidget):
@@ -83,14 +118,20 @@ class GraphToolbar(QWidget):
             gap=True,
         )
         self.relayout_action.triggered.connect(self.relayout_clicked)
-        self.hint = QLabel("", self)
-        self.hint.setObjectName("graphHint")
-        self.hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 5, 8, 5)
+        self.hint = ElidedLabel("graphHint", self)  # neither widens the window: cut, whole on hover
+        self.totals = ElidedLabel("graphTotals", self)
+        self.row = layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
         layout.setSpacing(0)
         layout.addWidget(self.bar)
-        layout.addWidget(self.hint, 1)
+        layout.addWidget(self.hint)
+        layout.addStretch(1)
+        layout.addWidget(self.totals)
+
+    def embed(self) -> None:
+        """Inside a window's toolbar: no frame or margins of its own (one row, one background)."""
+        self.setStyleSheet(STYLE + EMBEDDED)
+        self.row.setContentsMargins(0, 0, 0, 0)
 
     def _add(
         self, text: str, name: str, tip: str, checkable: bool = True, gap: bool = False

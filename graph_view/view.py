@@ -27,6 +27,7 @@ MIME_LAYER_TYPE = "application/x-barista-layer-type"
 MIN_ZOOM, MAX_ZOOM, FIT_MAX = 0.03, 4.0, 1.1
 READABLE = 0.75  # the first view never goes below this: every box's text reads (12 px names: 9 px)
 FIRST_MAX = 1.0  # nor above it (a three-layer net is not blown up)
+FIRST_MARGIN = 12  # scene px around a net the first view shows whole (Fit keeps 30)
 DETAIL_ZOOM = SIMPLE_ZOOM  # below this, boxes draw as blocks with their names (semantic zoom)
 
 
@@ -84,9 +85,9 @@ class GraphView(QGraphicsView):
         self.graph_scene.set_detail(self.zoom() >= DETAIL_ZOOM)
         self.viewport_changed.emit()
 
-    def fit(self) -> None:
+    def fit(self, margin: float = 30) -> None:
         """The whole net in view, never magnified past ~1:1 (a three-layer net stays readable)."""
-        rect = self.graph_scene.itemsBoundingRect().adjusted(-30, -30, 30, 30)
+        rect = self.graph_scene.itemsBoundingRect().adjusted(-margin, -margin, margin, margin)
         if rect.isEmpty():
             return
         self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
@@ -103,9 +104,10 @@ class GraphView(QGraphicsView):
         if rect.isEmpty():
             return
         viewport = self.viewport().rect()
-        whole = min(viewport.width() / rect.width(), viewport.height() / rect.height(), FIT_MAX)
-        if whole >= READABLE:
-            self.fit()
+        tight = rect.adjusted(30 - FIRST_MARGIN, 30 - FIRST_MARGIN, FIRST_MARGIN - 30, FIRST_MARGIN - 30)
+        whole = min(viewport.width() / tight.width(), viewport.height() / tight.height(), FIT_MAX)
+        if whole >= READABLE:  # all of it reads: all of it, with a narrower margin than Fit's
+            self.fit(FIRST_MARGIN if whole * rect.height() > viewport.height() else 30)
             return
         room = max(viewport.width() - self.minimap_width(), viewport.width() * 0.5)
         zoom = max(READABLE, min(FIRST_MAX, room / rect.width(), viewport.height() / rect.height()))

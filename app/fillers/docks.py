@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
+from app.assumed_shape import assumptions
 from app.commands import Command
 from app.document import Document
 from app.fillers.panel import FillerPanel
@@ -20,13 +22,19 @@ def add_initialisation_docks(
     doc: Document,
     push: Callable[[Command], None],
     selection: Selection,
+    graph: Any = None,
 ) -> tuple[QDockWidget, QDockWidget]:
     """The fillers dock and the how-the-net-starts dock; ``dock.widget()`` is the panel.
 
     They sit behind the ``behind`` tab (the prototxt's) and compute nothing until their tab is shown.
+    ``graph`` (the window's canvas): the Initialisation tab assumes the input shapes it assumes.
     """
+    assumed = (lambda phase: assumptions(graph, phase)) if graph is not None else None
+    fillers = FillerPanel(doc, push, selection, window, assumed)
+    if graph is not None:
+        graph.scene.rebuilt.connect(fillers.check_assumed)  # a shape typed for the data, say
     panels = (
-        ("Initialisation", "fillerDock", FillerPanel(doc, push, selection, window)),
+        ("Initialisation", "fillerDock", fillers),
         ("How the net starts", "netStartDock", NetStartPanel(doc, window)),
     )
     docks = []

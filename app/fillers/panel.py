@@ -4,13 +4,15 @@ A row per blob (role, inferred shape, filler and the fields it reads) and a prev
 as the engine draws it. Edits go to the document as undoable commands; everything shown is
 recomputed from the document, off the GUI thread: the net is rebuilt, seeded, exactly as
 ``main.py fill --phase P --seed S`` builds it (see ``draws``), so the previewed values are the ones
-``fill`` writes. When the net cannot be built (a data source missing, a filler refusing its
-settings) the rows keep the last shapes known and the preview says why.
+``fill`` writes. A data source that is not here (a downloaded net's LMDB) is replaced by the
+input shape the canvas assumes for it (``assumed``), and the panel says so. When the net cannot be
+built (no shape to assume, a filler refusing its settings) the rows keep the last shapes known and
+the preview says why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -38,6 +40,8 @@ from app.fillers.slots import Slot, describe, effective, is_set, slots
 from app.fillers.summary import Preview, summarise
 from app.selection import Selection
 from engine import pymodules
+from engine.data_shapes import Shape
+from graph_view.style import ASSUMED
 from proto import caffe_pb2
 
 
@@ -51,9 +55,14 @@ class FillerPanel(QWidget):
         push: Callable[[Command], None],
         selection: Selection,
         parent: QWidget | None = None,
+        assumed: Callable[[int], Mapping[str, Sequence[Shape]]] | None = None,
     ) -> None:
+        """``assumed(phase)``: data layer name -> the top shapes the canvas assumes for it in that
+        phase's net (its source is not here)."""
         super().__init__(parent)
         self.doc, self.push, self.selection = doc, push, selection
+        self._assumed = assumed
+        self._inputs: Mapping[str, Sequence[Shape]] = {}  # what the last build was asked to assume
         self.phase, self.seed, self.blob = caffe_pb2.TRAIN, 1, 0
         self.initial: Initial | None = None
         self.rows: list[FillerRow] = []
@@ -114,6 +123,11 @@ class FillerPanel(QWidget):
         self.title = QLabel(self)
         self.title.setObjectName("panelTitle")
         self.title.setWordWrap(True)
+        self.assumed_note = QLabel(self)
+        self.assumed_note.setObjectName("assumedNote")
+        self.assumed_note.setWordWrap(True)
+        self.assumed_note.setStyleSheet(f"color: {ASSUMED};")
+        self.assumed_note.hide()
         self.rows_box = QVBoxLayout()
         self.rows_box.setSpacing(6)
         self.group = QButtonGroup(self)
@@ -131,6 +145,7 @@ class FillerPanel(QWidget):
         title_line.addWidget(self.title, 1)
         title_line.addWidget(self.busy)
         column.addLayout(title_line)
+        column.addWidget(self.assumed_note)
         column.addLayout(self.rows_box)
         line = QFrame(body)
         line.setFrameShape(QFrame.Shape.HLine)
@@ -218,7 +233,13 @@ class FillerPanel(QWidget):
         guard = trust.guard_of(self.doc)
         if guard is not None:
             guard.ensure(ask_again=False)  # untrusted: its Python layers say "not run" meanwhile
-        self.build_jobs.submit(lambda: initialise(net, phase, seed, index, where))
+        inputs = self._inputs = self._assumed(phase) if self._assumed is not None else {}
+        self.build_jobs.submit(lambda: initialise(net, phase, seed, index, where, inputs))
+
+    def check_assumed(self) -> None:
+        """The canvas was rebuilt: draw again if the shapes it assumes for this phase changed."""
+        if self._assumed is not None and self.isVisible() and self._assumed(self.phase) != self._inputs:
+            self._redraw()
 
     def _built(self, initial: Initial) -> None:
         self.initial = initial
@@ -315,6 +336,7 @@ class FillerPanel(QWidget):
         if key != self._rows_key:
             self._make_rows(found)
             self._rows_key = key
+        self._show_assumed()
         if index is None:
             self.title.setText("")
             return
@@ -371,6 +393,21 @@ class FillerPanel(QWidget):
             self._explain(f"Not changed: {e}")
             self._refresh_rows()
 
+    def _show_assumed(self) -> None:
+        """Say which input shapes the shapes and draws rest on, when a data source is not here."""
+        initial = self.initial
+        used = initial.assumed if initial is not None and initial.error is None else {}
+        if not used:
+            self.assumed_note.hide()
+            return
+        shapes = ", ".join(f"{name} {' + '.join(map(dims, tops))}" for name, tops in used.items())
+        many = len(used) > 1
+        text = f"Input shape{'s' * many} assumed: {shapes} (data source{'s' * many} not found)."
+        if initial is not None and not initial.same_as_fill:
+            text += " A data layer comes after a filler here: fill's values will differ, not their kind."
+        self.assumed_note.setText(text)
+        self.assumed_note.show()
+
     # ---- words ----------------------------------------------------------------------------------
     def _phase_name(self) -> str:
         return caffe_pb2.Phase.Name(self.phase)
@@ -387,3 +424,7 @@ class FillerPanel(QWidget):
             )
         layer = self.doc.layer(self.index)
         return f"'{layer.name}' ({layer.type}) learns no parameters: there is nothing to initialise."
+
+
+def dims(shape: Sequence[int]) -> str:
+    return "×".join(map(str, shape)) or "scalar"

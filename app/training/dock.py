@@ -86,6 +86,8 @@ class TrainingDock(QDockWidget):
         layout.addWidget(self._make_error_banner())
         layout.addWidget(self._make_tabs(), 1)
         self.setWidget(body)
+        self._no_title = QWidget(self)
+        self._no_title.hide()
         self.expanded = True
         self.user_expanded: bool | None = None
         self.set_expanded(False)
@@ -124,7 +126,7 @@ class TrainingDock(QDockWidget):
         self.rate.setMinimumWidth(190)
 
         bar = QHBoxLayout()
-        bar.setContentsMargins(4, 4, 4, 2)
+        bar.setContentsMargins(4, 2, 4, 2)
         self.buttons: dict[str, QToolButton] = {}
         for name, action in zip(("train", "pause", "stop", "snapshot"), self.training_actions()):
             button = QToolButton()
@@ -163,6 +165,11 @@ class TrainingDock(QDockWidget):
             return
         self.expanded = expanded
         self.tabs.setVisible(expanded)
+        # Folded, the bar is the whole panel: no title row above it (its Curves button unfolds it).
+        if expanded:
+            self.setTitleBarWidget(None)  # type: ignore[arg-type]  # None: Qt's own title bar again
+        else:
+            self.setTitleBarWidget(self._no_title)
         window = self.parentWidget()
         if expanded:
             self.setMaximumHeight(16777215)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QApplication
 
 from app.files import EXAMPLES
@@ -102,4 +103,6 @@ def test_canvas_toolbar_follows_the_theme(qtbot, window):
     qtbot.wait(20)
     assert background(button).lightness() < 80
     assert lightness_range(button)[1] > 170  # its label reads light
-    assert background(window.graph.toolbar).lightness() < 80
+    bar = window.graph.toolbar  # on the window's toolbar row: the row between its buttons and totals
+    gap = bar.mapTo(window, bar.totals.geometry().topLeft()) + QPoint(-12, bar.height() // 2)
+    assert window.grab().toImage().pixelColor(gap).lightness() < 80

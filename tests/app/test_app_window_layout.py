@@ -5,7 +5,8 @@ every panel and brings the same ones back."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtWidgets import QTabBar, QToolBar
 
 from app.files import EXAMPLES
 from app.main_window import MainWindow
@@ -31,13 +32,41 @@ def make(qtbot, settings: QSettings | None = None) -> MainWindow:
 
 
 def test_canvas_holds_most_of_a_1280x800_window(qtbot, window):
-    canvas = window.graph
-    assert canvas.width() >= 0.58 * window.width(), canvas.width()  # ~60% of the width
-    area = canvas.width() * canvas.height() / (window.width() * window.height())
-    assert area >= 0.45, area  # and about half the window: the training dock is folded to its bar
+    viewport = window.graph.view.viewport()  # what shows the net: no toolbar, footer or frame
+    area = viewport.width() * viewport.height() / (window.width() * window.height())
+    assert area >= 0.60, (viewport.size(), area)
+    assert viewport.width() >= 0.70 * window.width(), viewport.width()
     dock = window.training
     assert not dock.expanded and not dock.tabs.isVisible()
-    assert dock.height() <= 90 and dock.buttons["train"].isVisible()  # its bar: Train is one click
+    assert dock.height() <= 40 and dock.buttons["train"].isVisible()  # its bar, no title: Train is one click
+    assert dock.width() == window.graph.width()  # under the canvas only: the column runs the full height
+
+
+def test_one_toolbar_row_holds_the_canvas_buttons_and_totals(qtbot, window):
+    bar = window.findChild(QToolBar, "mainToolbar")
+    canvas_bar = window.graph.toolbar
+    assert canvas_bar.parentWidget() is bar  # the window's row: no second row above the canvas
+    assert canvas_bar.totals.isVisible() and canvas_bar.totals.text().startswith("9 of 11 layers")
+    assert canvas_bar.totals.width() >= canvas_bar.totals.sizeHint().width()  # whole at 1280
+    top = window.graph.view.mapTo(window, QPoint(0, 0)).y()
+    assert top == bar.geometry().bottom() + 1  # the canvas starts right under the row
+    bottom = window.graph.view.mapTo(window, QPoint(0, window.graph.view.height())).y()
+    assert window.training.geometry().top() - bottom <= 8  # no footer row below it (a splitter)
+
+
+def test_the_right_column_is_330_to_380_px_with_every_tab_title_whole(qtbot, window):
+    bench = window.workbench
+    column = window.width() - window.editor_dock.geometry().left()
+    assert 330 <= column <= 380, column
+    group = [window.editor_dock, *window.tabifiedDockWidgets(window.editor_dock)]
+    assert bench.palette_dock in group and bench.solver_dock in group and window.filler_dock in group
+    tabs = next(b for b in window.findChildren(QTabBar) if b.isVisible() and b.count() == len(group))
+    for i in range(tabs.count()):  # vertical tabs: each as tall as its whole title needs
+        assert tabs.tabRect(i).height() >= tabs.tabSizeHint(i).height(), tabs.tabText(i)
+    assert bench.inspector_dock.height() >= 250  # the inspector below them keeps room for fields
+    bench.palette_dock.raise_()  # the layers to add: a click away, as wide as the column
+    qtbot.waitUntil(lambda: bench.palette.tree.isVisible())
+    assert bench.palette.tree.width() >= 300
 
 
 def test_training_unfolds_on_train_and_keeps_the_users_fold(qtbot, tmp_path):
