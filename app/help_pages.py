@@ -23,8 +23,9 @@ GETTING_STARTED = """
 <li><b>Open</b> a prototxt (Ctrl+O), or start from <b>File &gt; New from Example</b>.
  The canvas, the <b>Prototxt</b> text and the <b>Inspector</b> are three views of one net:
  select a box and its text is highlighted; put the caret in a layer's text and its box is selected.</li>
-<li><b>Build</b>: drag a layer type from the <b>Layers</b> panel onto the canvas, drag from a box's top port
- to another box to wire it, double-click a name to rename it. Every edit is one Ctrl+Z away.</li>
+<li><b>Build</b>: drag a layer type from the <b>Layers</b> tab (right) onto the canvas, drag from a
+ box's top port to another box to wire it, double-click a name to rename it. Every edit is one
+ Ctrl+Z away.</li>
 <li><b>Check</b>: a badge on a box names a problem; the <b>Problems</b> list under the canvas holds
  every message whole. <b>Splits</b> shows the net as Caffe runs it; <b>TRAIN/TEST</b> switches phase.</li>
 <li><b>Initialise</b>: the <b>Initialisation</b> tab previews each weight's filler;

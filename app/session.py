@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QApplication, QMainWindow
 from app.themes import LIGHT, THEMES, apply_theme, current_theme
 
 GEOMETRY, STATE, THEME = "window/geometry", "window/state", "view/theme"
-STATE_VERSION = 1  # raise when the docks change so an old layout is not forced onto new panels
+STATE_VERSION = 2  # raised when the docks change, so an old layout is not forced onto new panels
+# (2: the Layers palette moved from the left into the right column's tabs)
 
 
 class Session(QObject):
