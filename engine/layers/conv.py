@@ -348,10 +348,15 @@ class ConvolutionLayer(BaseConvolutionLayer):
         if self.num == 0:  # an empty batch adds nothing to the gradients
             return
         for t, down, b in zip(top, propagate_down, bottom):
-            self.bias_backward(t)
             dy = self.batch(t, data=False)
-            if self.param_propagate_down[0]:
-                self.weight_gradient(self.conv_input(b), dy)
+            if self.cpu is not None and self.param_propagate_down[0]:  # the bias's sum on the way
+                wants_bias = self.bias_term and self.param_propagate_down[1]
+                db = self.blobs[1].diff if wants_bias else None
+                self.cpu.weight_gradient(self.conv_input(b), dy, self.blobs[0].diff, db)
+            else:
+                self.bias_backward(t)
+                if self.param_propagate_down[0]:
+                    self.weight_gradient(self.conv_input(b), dy)
             if not down:
                 continue
             dx = self.batch(b, data=False)

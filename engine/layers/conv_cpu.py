@@ -282,27 +282,36 @@ class CpuConv:
         """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias)."""
         convolve(x, self.pad, self.weights(w), y, self.windows, bias, self.workspace, "x")
 
-    def weight_gradient(self, x: Any, dy: Any, dw: Any) -> None:
-        """dw += dY cols(x)^T, summed over the batch."""
+    def weight_gradient(self, x: Any, dy: Any, dw: Any, db: Any = None) -> None:
+        """dw += dY cols(x)^T, summed over the batch (and db += dY summed over images and positions,
+        from the same blocks of dY while they are in cache)."""
         ws, g, og = self.workspace, self.g, self.o // self.g
         kg = dw[0].size
         source = source_for(x, self.pad, self.windows, g * kg * x.itemsize, ws, "x")
-        parts: dict[int, Any] = {}
+        parts: dict[int, tuple[Any, Any]] = {}
 
         def work(first: int, stop: int) -> None:
             col = ws.get(f"xcol{first}", (g * kg * source.most,), x.dtype, np)
             grad = ws.get(f"dy{first}", (self.o * source.most,), x.dtype, np)
             total = ws.get(f"dw{first}", (g, og, kg), x.dtype, np)
             product = ws.get(f"dw_part{first}", (g, og, kg), x.dtype, np)
+            bias = ws.get(f"db{first}", (self.o,), x.dtype, np)
             total[...] = 0
+            bias[...] = 0
             for block, part in source.units(first, stop, first):
                 cols = source.columns(block, part, col)
-                np.matmul(source.gather(dy, block, grad), cols.transpose(0, 2, 1), out=product)
+                block_dy = source.gather(dy, block, grad)
+                np.matmul(block_dy, cols.transpose(0, 2, 1), out=product)
                 total += product
-            parts[first] = total
+                if db is not None:
+                    bias += block_dy.reshape(self.o, -1).sum(axis=1)
+            parts[first] = total, bias
 
         parallel.run(work, source.size, np)
-        dw += sum(parts[k] for k in sorted(parts)).reshape(dw.shape)  # a fixed order per thread count
+        order = sorted(parts)  # a fixed order per thread count
+        dw += sum(parts[k][0] for k in order).reshape(dw.shape)
+        if db is not None:
+            db += sum(parts[k][1] for k in order)
 
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
         """dx (N, C, H, W) = the data gradient for dy (N, O, OH, OW)."""
