@@ -106,3 +106,59 @@ class FakeModule:
 
     def __getattr__(self, name):
         return getattr(np, name)
+
+
+def caffe_loops(method: str, x: np.ndarray, dy: np.ndarray, k: int, s: int, p: int) -> list[np.ndarray]:
+    """Caffe's CPU pooling loops, value by value in float32: top, then bottom diff (outputs in
+    raster order, each adding into its window's pixels)."""
+    n, c, h, w = x.shape
+    ph, pw = dy.shape[2:]
+    top, diff = np.zeros(dy.shape, np.float32), np.zeros(x.shape, np.float32)
+    for i in np.ndindex(n, c):
+        for oh in range(ph):
+            for ow in range(pw):
+                h0, w0 = oh * s - p, ow * s - p
+                h1, w1 = min(h0 + k, h + p), min(w0 + k, w + p)
+                size = (h1 - h0) * (w1 - w0)
+                rows, cols = range(max(h0, 0), min(h1, h)), range(max(w0, 0), min(w1, w))
+                if method == "MAX":
+                    best, at = np.float32(np.finfo(np.float32).min), None
+                    for r in rows:
+                        for q in cols:
+                            if x[(*i, r, q)] > best:
+                                best, at = x[(*i, r, q)], (r, q)
+                    top[(*i, oh, ow)] = best
+                    diff[(*i, *at)] += dy[(*i, oh, ow)]
+                else:
+                    total = np.float32(0)
+                    for r in rows:
+                        for q in cols:
+                            total += x[(*i, r, q)]
+                    top[(*i, oh, ow)] = total / np.float32(size)
+                    share = dy[(*i, oh, ow)] / np.float32(size)
+                    for r in rows:
+                        for q in cols:
+                            diff[(*i, r, q)] += share
+    return [top, diff]
+
+
+@pytest.mark.parametrize("method", ["MAX", "AVE"])
+def test_cpu_pooling_adds_in_caffes_order(method):
+    """float32, overlapping padded windows: top and bottom diff equal Caffe's loops to the bit (each
+    pixel sums its windows' shares in the outputs' raster order; AVE sums a window in raster order)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 2, 7, 8)).astype(np.float32)
+    layer = make_layer(
+        f'name: "p" type: "Pooling" pooling_param {{ pool: {method} kernel_size: 3 stride: 2 pad: 1 }}',
+        dtype=np.float32,
+    )
+    bottom, top = [random_blob(x.shape, dtype=np.float32)], blobs(1, dtype=np.float32)
+    bottom[0].data[...] = x
+    layer.setup(bottom, top)
+    layer.forward(bottom, top)
+    dy = rng.standard_normal(top[0].shape).astype(np.float32) * 1e3
+    top[0].diff[...] = dy
+    layer.backward(top, [True], bottom)
+    want = caffe_loops(method, x, dy, 3, 2, 1)
+    np.testing.assert_array_equal(top[0].data, want[0])
+    np.testing.assert_array_equal(bottom[0].diff, want[1])
