@@ -165,10 +165,12 @@ class BatchLast:
         self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
     ):
         self.a, self.pad, self.geometry, self.ws, self.name = a, pad, geometry, ws, name
-        (oh, ow), n = geometry.out, a.shape[0]
-        self.images = max(1, min(n, -(-GROUP_COLUMNS // ow)))
+        (oh, ow), n, threads = geometry.out, a.shape[0], parallel.threads()
+        # groups of about GROUP_COLUMNS // ow images, as many as a multiple of the threads
+        self.groups = max(1, min(n, threads * -(-n // (threads * max(1, -(-GROUP_COLUMNS // ow))))))
+        self.images = max(1, -(-n // self.groups))  # the most in a group: groups split the batch evenly
         self.rows = max(1, min(oh, BLOCK_BYTES // (ow * self.images * position_bytes)))
-        self.most, self.size = self.rows * ow * self.images, -(-n // self.images)
+        self.most, self.size = self.rows * ow * self.images, self.groups if n else 0
 
     def group(self, first: int, stop: int, tag: int) -> Any:
         """Images first..stop batch-last in this thread's zero-bordered scratch (the copy leaves the
@@ -182,7 +184,7 @@ class BatchLast:
     def units(self, first: int, stop: int, tag: int) -> Iterator[tuple[Block, Any]]:
         n, oh = self.a.shape[0], self.geometry.out[0]
         for group in range(first, stop):
-            a, b = group * self.images, min(group * self.images + self.images, n)
+            a, b = n * group // self.groups, n * (group + 1) // self.groups
             source = self.group(a, b, tag)
             for r0 in range(0, oh, self.rows):
                 yield (a, b, r0, min(r0 + self.rows, oh)), source

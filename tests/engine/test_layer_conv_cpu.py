@@ -114,3 +114,19 @@ def test_cpu_path_in_float32_stays_within_rounding():
     np.testing.assert_allclose(fast[0], reference[0], rtol=1e-6, atol=1e-6 * np.abs(reference[0]).max())
     for a, b in zip(fast[1:], reference[1:]):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4 * np.abs(b).max())
+
+
+def test_batch_last_groups_give_every_thread_work(monkeypatch):
+    """A small batch of small maps (ResNet's 7 x 7 at batch 8) still splits over the threads, and
+    the groups cover the batch evenly, each image once."""
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    ws = conv_cpu.backend.Workspace()
+    for n, width in [(8, 7), (10, 13), (100, 16), (3, 16)]:
+        geometry = conv_cpu.Geometry((3, 3), (1, 1), (1, 1), (width, width), 1)
+        source = conv_cpu.BatchLast(np.zeros((n, 2, width, width)), (1, 1), geometry, 144, ws, "a")
+        assert source.size >= 2 and source.size % 2 == 0
+        groups = sorted({block[:2] for block, _ in source.units(0, source.size, 0)})
+        assert [a for a, _ in groups] == [0] + [b for _, b in groups[:-1]] and groups[-1][1] == n
+        sizes = [b - a for a, b in groups]
+        assert max(sizes) - min(sizes) <= 1
