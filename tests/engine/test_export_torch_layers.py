@@ -155,7 +155,7 @@ CASES: dict[str, tuple[str, str]] = {
     "spp_max_3_levels": (IMAGE, one("SPP", "spp_param { pyramid_height: 3 pool: MAX }")),
     "spp_ave_2_levels": (IMAGE, one("SPP", "spp_param { pyramid_height: 2 pool: AVE }")),
     "spp_one_level": (IMAGE, one("SPP", "spp_param { pyramid_height: 1 }")),
-    "spp_square_4_levels": ("dim: 1 dim: 2 dim: 16 dim: 16", one("SPP", "spp_param { pyramid_height: 4 }")),
+    "spp_square_4_levels": ("dim: 2 dim: 2 dim: 8 dim: 8", one("SPP", "spp_param { pyramid_height: 4 }")),
 }
 
 TWO_INPUTS = "dim: 2 dim: 6 dim: 7 dim: 9"
