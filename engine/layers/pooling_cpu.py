@@ -9,7 +9,8 @@ row beyond the windows (computed, then dropped). The frame's padding is a fill v
 
 MAX: Caffe keeps, from -FLT_MAX, each value strictly greater than the best so far, in raster order:
 the first maximum of the window wins and NaN never does. So a tournament over the offsets in raster
-order (-inf in the padding): ``best`` the running maximum, ``choice`` (int8) the offset that set it.
+order (-inf in the padding): ``best`` the running maximum, ``choice`` the offset that set it (int8,
+or int16/int32 for windows of more than 127 / 32767 values).
 Backward adds dy at each window's chosen pixel (flat indices: a table of the windows' first pixels
 plus the offset's), in the outputs' raster order as Caffe's loop (``add.at``: overlapping windows sum).
 AVE: the offsets' values summed in raster order (0 in the padding), over Caffe's divisor; backward
@@ -113,7 +114,9 @@ class MaxPool:
         self.geometry = (kernel, stride, pooled, tuple(shape), tuple(pad))
         self.workspace, self.shape, self.dtype = workspace, tuple(shape), dtype
         self.phases = Phases(workspace, kernel, stride, pooled, shape, dtype, pad)
-        self.choice = workspace.get("choice", (n, c, *pooled), np.int8, np)
+        count = kh * kw
+        self.index = np.int8 if count <= 127 else np.int16 if count <= 32767 else np.int32
+        self.choice = workspace.get("choice", (n, c, *pooled), self.index, np)
         self.live = workspace.get("live", (n, c, *pooled), bool, np)
         # the image's flat index of each window's first pixel (its top-left, maybe in the padding)
         first = (np.arange(ph) * sh - pad[0]).reshape(-1, 1) * width + np.arange(pw) * sw - pad[1]
@@ -131,9 +134,9 @@ class MaxPool:
         def images(start: int, stop: int) -> None:
             ws, shape = self.workspace, (phases.block, self.shape[1], phases.span)
             best_all = ws.get(f"best{start}", shape, self.dtype, np)
-            choice_all = ws.get(f"choice{start}", shape, np.int8, np)
+            choice_all = ws.get(f"choice{start}", shape, self.index, np)
             more_all = ws.get(f"more{start}", shape, bool, np)
-            scaled_all = ws.get(f"scaled{start}", shape, np.int8, np)
+            scaled_all = ws.get(f"scaled{start}", shape, self.index, np)
             planes = phases.planes(str(start), -np.inf)
             for a, b in phases.blocks(start, stop):
                 views = phases.runs_of(phases.split(x, a, b, planes))
@@ -145,7 +148,7 @@ class MaxPool:
                     np.greater(views[k], best, out=more)  # strictly greater: the first maximum stays
                     np.fmax(best, views[k], out=best)
                     # where(more, k, choice) as max(choice, more k): every earlier choice is below k
-                    np.maximum(choice, np.multiply(more, np.int8(k), out=scaled), out=choice)
+                    np.maximum(choice, np.multiply(more, self.index(k), out=scaled), out=choice)
                 np.copyto(y[a:b], best.reshape(phases.grid(a, b))[..., :pw])
                 np.copyto(self.choice[a:b], choice.reshape(phases.grid(a, b))[..., :pw])
                 np.greater(y[a:b], LOWEST, out=self.live[a:b])  # -inf / NaN only: no choice, no gradient

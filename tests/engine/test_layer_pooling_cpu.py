@@ -19,6 +19,8 @@ GEOMETRIES = [
     ("kernel_h: 3 kernel_w: 2 stride_h: 1 stride_w: 3 pad_h: 1 pad_w: 1", (2, 2, 5, 8)),
     ("kernel_size: 2 stride: 3", (2, 2, 7, 7)),  # gaps between windows
     ("global_pooling: true", (2, 3, 4, 5)),
+    ("kernel_size: 12", (1, 2, 12, 12)),  # 144 offsets: more than an int8 choice holds
+    ("global_pooling: true", (1, 2, 16, 16)),
 ]
 
 
