@@ -369,7 +369,8 @@ class MainWindow(QMainWindow):
         toolbar.addActions([self.undo_action, self.redo_action])
         toolbar.addSeparator()
         toolbar.addAction(self.training.train_action)
-        for compact in (self.undo_action, self.redo_action):  # icons, their names on hover
+        compact_ones = (self.open_action, self.save_action, self.undo_action, self.redo_action)
+        for compact in compact_ones:  # icons, their names on hover: the row keeps room for the canvas's
             button = toolbar.widgetForAction(compact)
             if isinstance(button, QToolButton):
                 button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)

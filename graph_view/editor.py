@@ -26,9 +26,11 @@ from graph_view.document_api import NET_KINDS, Change, Commands, Document, Kind,
 from graph_view.minimap import Minimap
 from graph_view.problems import ProblemList
 from graph_view.scene import GraphScene
-from graph_view.toolbar import GraphToolbar
+from graph_view.toolbar import GraphToolbar, ModeNote
 from graph_view.view import GraphView
 from proto import caffe_pb2
+
+SPLITS_NOTE = "As Caffe runs it (Split layers added): read-only"
 
 
 class GraphEditor(QWidget):
@@ -48,6 +50,7 @@ class GraphEditor(QWidget):
         self.minimap = Minimap(self.view)
         self.problems = ProblemList(self)
         self.toolbar = GraphToolbar(self)
+        self.mode_note = ModeNote(self.view)  # "As Caffe runs it: read-only" in the Splits view
         self.status = QLabel(self)
         self.status.setObjectName("graphStatus")
         self.status.setWordWrap(True)  # a long refusal wraps on its own line: it never widens the window
@@ -248,6 +251,7 @@ class GraphEditor(QWidget):
     def set_splits(self, on: bool) -> None:
         self.scene.splits = on
         self.toolbar.set_splits(on)
+        self.mode_note.say(SPLITS_NOTE if on else "")
         self.scene.rebuild()
 
     def set_downward(self, downward: bool) -> None:

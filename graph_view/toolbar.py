@@ -1,5 +1,6 @@
 """The canvas's own toolbar: TRAIN / TEST, the split overlay, the flow direction, fit and re-layout,
 and at its right end the canvas's totals (layers shown, params, FLOPs): one row, no footer below.
+The Splits view's read-only note is a badge on the canvas itself (``ModeNote``), not on this row.
 
 The buttons sit in a QToolBar, so a narrow canvas tucks the last of them behind its » button
 instead of widening the window; the totals shorten with … and say it whole on hover. Colours are
@@ -9,7 +10,7 @@ a window puts it into its main toolbar (one row for the window's and the canvas'
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolBar, QToolButton, QWidget
 
@@ -27,7 +28,6 @@ QToolButton#phaseTrain { border-top-left-radius: 4px; border-bottom-left-radius:
 QToolButton#phaseTest { border-top-right-radius: 4px; border-bottom-right-radius: 4px; border-left: none; }
 QToolButton#splits, QToolButton#direction, QToolButton#fit, QToolButton#relayout { border-radius: 4px; }
 QToolButton#qt_toolbar_ext_button { border: none; background: transparent; padding: 0px 2px; }
-QLabel#graphHint { color: palette(placeholder-text); padding-left: 10px; }
 QLabel#graphTotals { color: palette(text); padding-left: 10px; }
 """
 EMBEDDED = "QWidget#graphToolbar { background: transparent; border: none; }"
@@ -61,6 +61,36 @@ class ElidedLabel(QLabel):
         shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, room.width())
         painter.setPen(self.palette().color(self.foregroundRole()))
         painter.drawText(room, int(self.alignment()), shown)
+
+
+class ModeNote(QLabel):
+    """A badge at the canvas's top-left corner saying what the view is (the Splits view: read-only),
+    on top of the net like the minimap in its corner; hidden when empty."""
+
+    MARGIN = 8
+
+    def __init__(self, view: QWidget) -> None:
+        super().__init__(view)
+        self.setObjectName("modeNote")
+        self.setStyleSheet(
+            "QLabel#modeNote { background: palette(tool-tip-base); color: palette(tool-tip-text);"
+            " border: 1px solid palette(mid); border-radius: 4px; padding: 3px 8px; }"
+        )
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        view.installEventFilter(self)
+        self.hide()
+
+    def say(self, text: str) -> None:
+        self.setText(text)
+        self.adjustSize()
+        self.move(self.MARGIN, self.MARGIN)
+        self.setVisible(bool(text))
+        self.raise_()
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Resize and self.isVisible():
+            self.move(self.MARGIN, self.MARGIN)
+        return False
 
 
 class GraphToolbar(QWidget):
@@ -118,13 +148,11 @@ class GraphToolbar(QWidget):
             gap=True,
         )
         self.relayout_action.triggered.connect(self.relayout_clicked)
-        self.hint = ElidedLabel("graphHint", self)  # neither widens the window: cut, whole on hover
-        self.totals = ElidedLabel("graphTotals", self)
+        self.totals = ElidedLabel("graphTotals", self)  # never widens the window: cut, whole on hover
         self.row = layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.setSpacing(0)
         layout.addWidget(self.bar)
-        layout.addWidget(self.hint)
         layout.addStretch(1)
         layout.addWidget(self.totals)
 
@@ -150,7 +178,6 @@ class GraphToolbar(QWidget):
         return action, button
 
     def _splits(self, on: bool) -> None:
-        self.hint.setText("As Caffe runs it: read-only" if on else "")
         self.splits_toggled.emit(on)
 
     def _direction(self, downward: bool) -> None:
@@ -162,7 +189,6 @@ class GraphToolbar(QWidget):
             self.splits_action.blockSignals(True)
             self.splits_action.setChecked(on)
             self.splits_action.blockSignals(False)
-        self.hint.setText("As Caffe runs it: read-only" if on else "")
 
     def set_downward(self, downward: bool) -> None:
         if self.direction_action.isChecked() != downward:

@@ -105,10 +105,11 @@ class GraphView(QGraphicsView):
             return
         viewport = self.viewport().rect()
         tight = rect.adjusted(30 - FIRST_MARGIN, 30 - FIRST_MARGIN, FIRST_MARGIN - 30, FIRST_MARGIN - 30)
-        whole = min(viewport.width() / tight.width(), viewport.height() / tight.height(), FIT_MAX)
-        if whole >= READABLE:  # all of it reads: all of it, with a narrower margin than Fit's
-            self.fit(FIRST_MARGIN if whole * rect.height() > viewport.height() else 30)
-            return
+        for margin, shown in ((30, rect), (FIRST_MARGIN, tight)):  # Fit's margin, else a narrower one
+            inner = viewport.adjusted(2, 2, -2, -2)  # fitInView keeps 2 px clear
+            if min(inner.width() / shown.width(), inner.height() / shown.height()) >= READABLE:
+                self.fit(margin)  # all of it reads: all of it
+                return
         room = max(viewport.width() - self.minimap_width(), viewport.width() * 0.5)
         zoom = max(READABLE, min(FIRST_MAX, room / rect.width(), viewport.height() / rect.height()))
         self.zoom_by(zoom / self.zoom())

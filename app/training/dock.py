@@ -123,7 +123,7 @@ class TrainingDock(QDockWidget):
         self.progress.setFormat("%v / %m")
         self._idle_progress()
         self.rate = QLabel("Ready")
-        self.rate.setMinimumWidth(190)
+        self.rate.setMinimumWidth(110)  # under a narrow canvas it may cut "paused at …": whole on hover
 
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
@@ -131,7 +131,12 @@ class TrainingDock(QDockWidget):
         for name, action in zip(("train", "pause", "stop", "snapshot"), self.training_actions()):
             button = QToolButton()
             button.setDefaultAction(action)
-            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            # Train named, the others as icons (their names on hover): the bar fits under the canvas
+            # of a small window (the right column runs the window's height beside it).
+            style = Qt.ToolButtonStyle
+            button.setToolButtonStyle(
+                style.ToolButtonTextBesideIcon if name == "train" else style.ToolButtonIconOnly
+            )
             button.setAutoRaise(True)
             bar.addWidget(button)
             self.buttons[name] = button
@@ -346,6 +351,7 @@ class TrainingDock(QDockWidget):
         else:
             text = f"{run.status} in {_duration(run.seconds)}"
         self.rate.setText(text)
+        self.rate.setToolTip(text)
 
     # ---- weights -----------------------------------------------------------------------------
     def show_model_weights(self, title: str, weights: dict) -> None:

@@ -266,9 +266,10 @@ def test_split_overlay_shows_caffes_split_layer(rig):
     wires = {(w.edge.src, w.edge.blob, w.edge.dst) for w in r.scene.wires}
     assert ("data_input_0_split", "data_input_0_split_0", "conv_a") in wires
     assert ("data_input_0_split", "data_input_0_split_1", "conv_b") in wires
-    assert not r.scene.editable and "read-only" in r.editor.toolbar.hint.text()
+    note = r.editor.mode_note  # a badge on the canvas, clear of the toolbar row
+    assert not r.scene.editable and note.isVisible() and "read-only" in note.text()
     r.editor.toolbar.splits.click()
-    assert "data_input_0_split" not in r.scene.nodes and r.scene.editable
+    assert "data_input_0_split" not in r.scene.nodes and r.scene.editable and not note.isVisible()
 
 
 def test_train_test_switch(rig):
