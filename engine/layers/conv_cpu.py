@@ -181,13 +181,48 @@ class BatchLast:
         np.copyto(scratch[:, ph : ph + h, pw : pw + w], self.a[first:stop].transpose(1, 2, 3, 0))
         return scratch
 
+    def images_of(self, group: int) -> tuple[int, int]:
+        n = self.a.shape[0]
+        return n * group // self.groups, n * (group + 1) // self.groups
+
+    def rows_of(self) -> Iterator[tuple[int, int]]:
+        oh = self.geometry.out[0]
+        for r0 in range(0, oh, self.rows):
+            yield r0, min(r0 + self.rows, oh)
+
     def units(self, first: int, stop: int, tag: int) -> Iterator[tuple[Block, Any]]:
-        n, oh = self.a.shape[0], self.geometry.out[0]
         for group in range(first, stop):
-            a, b = n * group // self.groups, n * (group + 1) // self.groups
+            a, b = self.images_of(group)
             source = self.group(a, b, tag)
-            for r0 in range(0, oh, self.rows):
-                yield (a, b, r0, min(r0 + self.rows, oh)), source
+            for r0, r1 in self.rows_of():
+                yield (a, b, r0, r1), source
+
+    def frame(self, first: int, stop: int, tag: int) -> Any:
+        """A zeroed batch-last padded frame (C, H', W', images) for images first..stop of ``a``'s shape."""
+        (ph, pw), (c, h, w) = self.pad, self.a.shape[1:]
+        shape = (c, h + 2 * ph, w + 2 * pw, stop - first)
+        frame = self.ws.get(f"{self.name}frame{tag}_{stop - first}", shape, self.a.dtype, np)
+        frame[...] = 0
+        return frame
+
+    def add_columns(self, cols: Any, block: Block, frame: Any) -> None:
+        """Caffe's col2im for one block: each kernel offset's columns (c, i, j) added onto the frame
+        pixels they were read from, offsets in Caffe's order."""
+        a, b, r0, r1 = block
+        (kh, kw), (sh, sw), (dh, dw) = self.geometry.kernel, self.geometry.stride, self.geometry.dilation
+        ow, c = self.geometry.out[1], frame.shape[0]
+        s_c, s_h, s_w, s_n = frame.strides
+        offsets = cols.reshape(c, kh, kw, r1 - r0, ow, b - a)
+        shape, strides = (c, r1 - r0, ow, b - a), (s_c, sh * s_h, sw * s_w, s_n)
+        for i in range(kh):
+            for j in range(kw):
+                pixels = as_strided(frame[:, r0 * sh + i * dh :, j * dw :], shape, strides)
+                pixels += offsets[:, i, j]
+
+    def unframe(self, frame: Any, first: int, stop: int, out: Any) -> None:
+        """The frame's image pixels into images first..stop of out (N, C, H, W)."""
+        (ph, pw), (h, w) = self.pad, out.shape[2:]
+        np.copyto(out[first:stop], frame[:, ph : ph + h, pw : pw + w].transpose(3, 0, 1, 2))
 
     def columns(self, block: Block, source: Any, scratch: Any) -> Any:
         """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw)."""
@@ -223,12 +258,16 @@ class BatchLast:
             np.add(result, shift, out=y[a:b, :, r0:r1])
 
 
+def takes_batch_last(geometry: Geometry) -> bool:
+    """Small stride-1 outputs: their runs of OW values are short, batch-last's OW x images are not."""
+    return geometry.stride[1] == 1 and geometry.out[1] < BATCH_LAST_WIDTH
+
+
 def source_for(
     a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
 ) -> Any:
     """The layout whose columns copy the longer runs for this geometry (see the module's text)."""
-    small = geometry.stride[1] == 1 and geometry.out[1] < BATCH_LAST_WIDTH
-    kind = BatchLast if small else ImageMajor
+    kind = BatchLast if takes_batch_last(geometry) else ImageMajor
     return kind(a, pad, geometry, position_bytes, ws, name)
 
 
@@ -337,15 +376,19 @@ class CpuConv:
         )
         wt = self.weights(w).transpose(0, 2, 1)  # (G, Kg, O/G)
         kg = wt.shape[1]
+        if takes_batch_last(self.windows):
+            target = BatchLast(dx, self.pad, self.windows, g * kg * dy.itemsize, ws, "dx")
+            self.batch_last_scatter(dy, wt, dx, target)
+            return
         full = (n, self.c, *(i + 2 * p for i, p in zip(self.conv_in, self.pad)))
-        target = ws.get("dx_padded", full, dx.dtype, np) if any(self.pad) else dx
+        padded = ws.get("dx_padded", full, dx.dtype, np) if any(self.pad) else dx
         blocks = Blocks(self.windows.out, g * kg * dy.itemsize)
-        s_n, s_c, s_h, s_w = target.strides
+        s_n, s_c, s_h, s_w = padded.strides
 
         def images(first: int, stop: int) -> None:
             col = ws.get(f"col{first}", (g, kg, blocks.most), dy.dtype, np)
             grad = ws.get(f"dy{first}", (self.o * blocks.most,), dy.dtype, np)
-            target[first:stop] = 0
+            padded[first:stop] = 0
             for block in blocks.of(first, stop):
                 a, b, r0, r1 = block
                 m = self.windows.positions(block)
@@ -354,12 +397,33 @@ class CpuConv:
                 offsets = cols.reshape(self.c, kh, kw, b - a, r1 - r0, ow)
                 for i in range(kh):
                     for j in range(kw):
-                        base = target[a:b, :, r0 * sh + i * dh :, j * dw_ :]
+                        base = padded[a:b, :, r0 * sh + i * dh :, j * dw_ :]
                         shape = (b - a, self.c, r1 - r0, ow)
                         pixels = as_strided(base, shape, (s_n, s_c, sh * s_h, sw * s_w))
                         pixels += offsets[:, i, j].transpose(1, 0, 2, 3)
-            if target is not dx:
+            if padded is not dx:
                 (ph, pw), (h, w_) = self.pad, self.conv_in
-                dx[first:stop] = target[first:stop, :, ph : ph + h, pw : pw + w_]
+                dx[first:stop] = padded[first:stop, :, ph : ph + h, pw : pw + w_]
 
         parallel.run(images, n, np)
+
+    def batch_last_scatter(self, dy: Any, wt: Any, dx: Any, target: BatchLast) -> None:
+        """The scatter data gradient a batch-last group at a time: dcols = W^T dY for a few output
+        rows, added onto the group's padded frame (long runs), the frame's image then into dx."""
+        ws, g, kg = self.workspace, self.g, wt.shape[1]
+
+        def work(first: int, stop: int) -> None:
+            col = ws.get(f"dcol{first}", (g * kg * target.most,), dy.dtype, np)
+            grad = ws.get(f"ddy{first}", (self.o * target.most,), dy.dtype, np)
+            for group in range(first, stop):
+                a, b = target.images_of(group)
+                frame = target.frame(a, b, first)
+                for r0, r1 in target.rows_of():
+                    block = (a, b, r0, r1)
+                    m = self.windows.positions(block)
+                    cols = col[: g * kg * m].reshape(g, kg, m)
+                    np.matmul(wt, target.gather(dy, block, grad), out=cols)
+                    target.add_columns(cols, block, frame)
+                target.unframe(frame, a, b, dx)
+
+        parallel.run(work, target.size, np)

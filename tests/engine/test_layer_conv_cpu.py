@@ -26,6 +26,7 @@ GEOMETRIES = [
     ("Convolution", {"num_output": 3, "kernel_size": 3, "stride": 2}, (2, 4, 4, 4)),  # far padding
     ("Convolution", {"num_output": 5, "kernel_size": 2, "pad": 3}, (2, 4, 3, 3)),  # pad past the extent
     ("Convolution", {"num_output": 6, "kernel_size": 11, "stride": 4}, (2, 3, 27, 27)),
+    ("Convolution", {"num_output": 6, "kernel_size": 5}, (3, 4, 12, 12)),  # LeNet's conv2: a scatter
     ("Deconvolution", {"num_output": 4, "kernel_size": 3, "pad": 1}, (2, 6, 5, 4)),
     ("Deconvolution", {"num_output": 6, "kernel_size": 4, "stride": 2, "pad": 1, "group": 2}, (2, 8, 4, 5)),
 ]
