@@ -81,6 +81,22 @@ def build(param: caffe_pb2.NetParameter, phase: int, seed: int, stand_ins: int =
         return Net(param, phase=phase, xp=np)
 
 
+def unassumed_sources(
+    param: caffe_pb2.NetParameter, phase: int, assumed: Mapping[str, Sequence[tuple[int, ...]]]
+) -> list[str]:
+    """The phase's data layers that read a source and have no assumed shapes: the ones to type."""
+    state = make_state(phase, param.state.level, param.state.stage)
+    found = []
+    for layer in param.layer:
+        try:
+            included = layer_included(layer, state)
+        except EngineError:
+            continue
+        if included and reads_source(layer) and layer.name not in assumed:
+            found.append(layer.name)
+    return found
+
+
 def with_assumed_inputs(
     param: caffe_pb2.NetParameter, phase: int, assumed: Mapping[str, Sequence[tuple[int, ...]]]
 ) -> tuple[caffe_pb2.NetParameter, dict[str, list[tuple[int, ...]]], int, bool]:

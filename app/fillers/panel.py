@@ -32,7 +32,7 @@ from app import trust
 from app.commands import Command, CommandError
 from app.document import NET_KINDS, Change, Document
 from app.edits import layer_edit
-from app.fillers.draws import Initial, initialise
+from app.fillers.draws import Initial, initialise, unassumed_sources
 from app.fillers.jobs import Jobs
 from app.fillers.preview import PreviewView
 from app.fillers.row import FillerRow
@@ -277,11 +277,18 @@ class FillerPanel(QWidget):
         """Why blob ``self.blob`` of layer ``index`` has no preview; empty when it has one."""
         phase, name = self._phase_name(), self.doc.layer(index).name
         if initial.error is not None:
-            hint = (
-                " Shapes and draws appear once every data source opens."
-                if "cannot open" in initial.error
-                else ""
-            )
+            error = initial.error
+            sources = unassumed_sources(self.doc.net, self.phase, self._inputs)
+            unknown = [name for name in sources if f"'{name}'" in error]
+            if unknown:  # its source failed, and no shape follows from the layer's fields
+                hint = (
+                    f" Select '{unknown[0]}' and type the shape of its data in the inspector (Assumed input"
+                    " shape): the shapes and draws here follow it."
+                )
+            elif "cannot open" in error:
+                hint = " Shapes and draws appear once every data source opens."
+            else:
+                hint = ""
             return f"The {phase} net cannot be built, so nothing can be drawn: {initial.error}.{hint}"
         if index not in initial.blobs:
             return f"'{name}' is not part of the {phase} net: switch the phase to see it."

@@ -3,6 +3,7 @@ net still opens at its data end, readable, and scrolls."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QRectF
 
 from app.files import DEFAULT_SOLVER, EXAMPLES
@@ -44,8 +45,9 @@ def test_lenet_shows_whole_and_readable_on_first_launch(qtbot):
     window.training.shutdown()
 
 
-def test_a_long_net_starts_at_its_data_end_readable_and_scrolls(qtbot):
-    window = first_launch(qtbot, EXAMPLES / "resnet.prototxt")
+@pytest.mark.parametrize("name", ["resnet.prototxt", "inception.prototxt"])
+def test_a_long_net_starts_at_its_data_end_readable_and_scrolls(qtbot, name):
+    window = first_launch(qtbot, EXAMPLES / name)
     view, scene = window.graph.view, window.graph.scene
     assert view.zoom() >= READABLE, view.zoom()
     visible = shown(window)

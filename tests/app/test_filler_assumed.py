@@ -7,6 +7,7 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from app.fillers.draws import initialise
 from app.main_window import MainWindow
@@ -88,3 +89,46 @@ layer {{ name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
     assert assumed.error is None and assumed.assumed == {"data": [(2, 3, 10, 10), (2,)]}
     assert assumed.same_as_fill
     np.testing.assert_array_equal(assumed.blobs[1][0], real.blobs[1][0])  # the same values, not alike
+
+
+LEVELDB = """name: "pairs"
+layer { name: "pair_data" type: "Data" top: "pair_data" top: "sim" include { phase: TRAIN }
+  transform_param { scale: 0.00390625 }
+  data_param { source: "pairs_train_leveldb" batch_size: 8 backend: LEVELDB } }
+layer { name: "conv1" type: "Convolution" bottom: "pair_data" top: "conv1"
+  convolution_param { num_output: 4 kernel_size: 5 weight_filler { type: "xavier" } } }
+"""
+
+
+def test_with_no_shape_to_assume_the_tab_says_what_to_type_and_follows_it(qtbot, tmp_path):
+    path = tmp_path / "pairs.prototxt"  # the siamese example's LEVELDB: no field gives C, H, W
+    path.write_text(LEVELDB)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.ask_unsaved_changes = lambda *args: "discard"  # the typed shape is an edit of the layout
+    assert w.open_file(path)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
+    w.filler_dock.raise_()
+    w.selection.select(1)
+    panel = w.filler_dock.widget()
+    message = panel.preview.message
+    qtbot.waitUntil(lambda: message.isVisible() and "cannot be built" in message.text(), timeout=60000)
+    assert "Select 'pair_data' and type the shape of its data in the inspector" in message.text()
+    assert panel.rows[0].shape.text() == "shape unknown" and not panel.assumed_note.isVisible()
+
+    w.selection.select(0)  # the data layer: the inspector's Assumed input shape box
+    field = w.workbench.assumed_shape.fields["pair_data"]
+    qtbot.waitUntil(field.isVisible)
+    field.setFocus()
+    qtbot.keyClicks(field, "8,2,28,28")
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+    w.selection.select(1)
+    qtbot.waitUntil(lambda: panel.rows[0].shape.text().startswith("4 × 2 × 5 × 5"), timeout=60000)
+    qtbot.waitUntil(lambda: "drawn" in panel.preview.stats.text(), timeout=60000)
+    assert panel.assumed_note.isVisible() and "pair_data 8×2×28×28 + 8" in panel.assumed_note.text()
+    for jobs in (panel.build_jobs, panel.preview_jobs):
+        assert jobs.wait(10000)
+    w.training.shutdown()
