@@ -1,10 +1,11 @@
 """The parts of the main window around the document views: panels, menus and conventions.
 
-``Workbench(window, ...)`` installs the palette (left), the inspector and the solver editor (right,
-tabbed), find/replace in the prototxt editor, the status-bar totals, New / New from Example /
-Open Recent, the theme switch, Help > About, autosave and the remembered layout. The window
-calls ``closed()`` on a clean exit. Settings and the recovery folder are handed in: without them
-(tests, a window made by hand) nothing is remembered and nothing is autosaved.
+``Workbench(window, ...)`` installs the palette and the solver editor (tabs of the right column,
+with the prototxt and the initialisation panels), the inspector below them, find/replace in the
+prototxt editor, the status-bar totals, New / New from Example / Open Recent, the theme switch,
+Help > About, autosave and the remembered layout. The window calls ``closed()`` on a clean exit.
+Settings and the recovery folder are handed in: without them (tests, a window made by hand)
+nothing is remembered and nothing is autosaved.
 """
 
 from __future__ import annotations
