@@ -20,6 +20,7 @@ numbers (channels-last columns a cache-sized block at a time, threads over image
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -349,10 +350,22 @@ class ConvolutionLayer(BaseConvolutionLayer):
             return
         for t, down, b in zip(top, propagate_down, bottom):
             dy = self.batch(t, data=False)
-            if self.cpu is not None and self.param_propagate_down[0]:  # the bias's sum on the way
+            cpu = self.cpu
+            if cpu is not None and self.param_propagate_down[0]:  # the bias's sum on the way
                 wants_bias = self.bias_term and self.param_propagate_down[1]
                 db = self.blobs[1].diff if wants_bias else None
-                self.cpu.weight_gradient(self.conv_input(b), dy, self.blobs[0].diff, db)
+                x, dw = self.conv_input(b), self.blobs[0].diff
+                if down and not self.extended and cpu.small_scatter(self.num, dy.itemsize):
+                    # a data gradient too small to split: beside the weight gradient, a thread each
+                    dx = self.batch(b, data=False)
+                    weights = self.blobs[0].data
+                    parallel.together(
+                        functools.partial(cpu.weight_gradient, x, dy, dw, db),
+                        functools.partial(cpu.data_gradient, dy, weights, dx),
+                        work=dw.size * dy[0, 0].size * self.num,
+                    )
+                    continue
+                cpu.weight_gradient(x, dy, dw, db)
             else:
                 self.bias_backward(t)
                 if self.param_propagate_down[0]:

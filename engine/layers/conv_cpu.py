@@ -156,6 +156,15 @@ class ImageMajor:
             np.add(source, shift, out=target)
 
 
+def group_plan(n: int, out: tuple[int, ...], position_bytes: int) -> tuple[int, int, int]:
+    """Batch-last groups of a batch of n: (groups, the most images in one, output rows per block)."""
+    (oh, ow), threads = out, parallel.threads()
+    # groups of about GROUP_COLUMNS // ow images, as many as a multiple of the threads
+    groups = max(1, min(n, threads * -(-n // (threads * max(1, -(-GROUP_COLUMNS // ow))))))
+    images = max(1, -(-n // groups))  # groups split the batch evenly
+    return groups, images, max(1, min(oh, BLOCK_BYTES // (ow * images * position_bytes)))
+
+
 class BatchLast:
     """Columns of output rows of groups of a few images, each group copied batch-last into
     (C, H', W', images) first; column order (row, column, image). ``size``: the range threads
@@ -165,11 +174,8 @@ class BatchLast:
         self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
     ):
         self.a, self.pad, self.geometry, self.ws, self.name = a, pad, geometry, ws, name
-        (oh, ow), n, threads = geometry.out, a.shape[0], parallel.threads()
-        # groups of about GROUP_COLUMNS // ow images, as many as a multiple of the threads
-        self.groups = max(1, min(n, threads * -(-n // (threads * max(1, -(-GROUP_COLUMNS // ow))))))
-        self.images = max(1, -(-n // self.groups))  # the most in a group: groups split the batch evenly
-        self.rows = max(1, min(oh, BLOCK_BYTES // (ow * self.images * position_bytes)))
+        n, ow = a.shape[0], geometry.out[1]
+        self.groups, self.images, self.rows = group_plan(n, geometry.out, position_bytes)
         self.most, self.size = self.rows * ow * self.images, self.groups if n else 0
 
     def group(self, first: int, stop: int, tag: int) -> Any:
@@ -319,6 +325,19 @@ class CpuConv:
     def weights(self, w: Any) -> Any:
         return w.reshape(self.g, self.o // self.g, -1)
 
+    def scatter_adds(self, n: int, itemsize: int) -> int:
+        """Values in each of the kh kw adds of a batch-last scatter group for a batch of n (0: the
+        data gradient gathers, or scatters image-major)."""
+        if self.gather or not takes_batch_last(self.windows):
+            return 0
+        kernel = self.windows.kernel[0] * self.windows.kernel[1]
+        _, images, rows = group_plan(n, self.windows.out, self.c * kernel * itemsize)
+        return self.c * rows * self.windows.out[1] * images
+
+    def small_scatter(self, n: int, itemsize: int) -> bool:
+        """A batch-last scatter data gradient whose adds are too small to split over threads."""
+        return 0 < self.scatter_adds(n, itemsize) < parallel.MIN_SLICE
+
     def forward(self, x: Any, w: Any, y: Any, bias: Any = None) -> None:
         """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias)."""
         convolve(x, self.pad, self.weights(w), y, self.windows, bias, self.workspace, "x")
@@ -426,4 +445,7 @@ class CpuConv:
                     target.add_columns(cols, block, frame)
                 target.unframe(frame, a, b, dx)
 
-        parallel.run(work, target.size, np)
+        # Each group makes kh kw small adds; split over threads only where each is worth a slice (on
+        # LeNet's conv2, 20k values an add, two threads passing the GIL to and fro took 1.6x longer).
+        small = self.small_scatter(dy.shape[0], dy.itemsize)
+        parallel.run(work, target.size, np, target.size if small else 1)

@@ -131,3 +131,33 @@ def test_batch_last_groups_give_every_thread_work(monkeypatch):
         assert [a for a, _ in groups] == [0] + [b for _, b in groups[:-1]] and groups[-1][1] == n
         sizes = [b - a for a, b in groups]
         assert max(sizes) - min(sizes) <= 1
+
+
+def test_a_small_scatter_runs_beside_the_weight_gradient(monkeypatch):
+    """LeNet's conv2 (12x12 -> 8x8, a batch-last scatter too small to split): in training, its data
+    gradient and its weight gradient run side by side on two threads, with one thread's numbers up to
+    float32 rounding (two threads make other groups of images, so other GEMM sizes)."""
+    kind, fields, shape = "Convolution", {"num_output": 50, "kernel_size": 5}, (16, 20, 12, 12)
+
+    def run(threads: int) -> list[np.ndarray]:
+        monkeypatch.setattr(parallel, "_pool", parallel.Pool(threads))
+        monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+        with parallel.gemms_in_pool():
+            return passes(kind, fields, shape, fast=True, dtype=np.float32)
+
+    one = run(1)
+    layer = make_layer(conv_text(kind, fields), dtype=np.float32)
+    layer.setup([random_blob(shape, dtype=np.float32)], blobs(1, dtype=np.float32))
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
+    assert layer.cpu is not None and layer.cpu.small_scatter(shape[0], 4)
+    ran: list[int] = []
+    together = parallel.together
+
+    def counted(*tasks, work):
+        ran.append(len(tasks))
+        together(*tasks, work=work)
+
+    monkeypatch.setattr(parallel, "together", counted)
+    for a, b in zip(run(2), one):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(b).max())
+    assert ran == [2]
