@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from proto import caffe_pb2
 
 P = caffe_pb2.PoolingParameter
 FLT_MIN = float(np.finfo(np.float32).tiny)  # Caffe's guard against an all-zero stochastic window
+CpuPool = TypeVar("CpuPool", bound=pooling_cpu.PhasePool)
 LOWEST = pooling_cpu.LOWEST  # Caffe's MAX pooling starts from -FLT_MAX
 
 
@@ -68,8 +69,7 @@ class PoolingLayer(Layer):
         p = self.param.pooling_param
         has = p.HasField
         self.workspace = backend.Workspace()
-        self.cpu_max: pooling_cpu.MaxPool | None = None
-        self.cpu_avg: pooling_cpu.AvePool | None = None
+        self.cpu: pooling_cpu.PhasePool | None = None  # the CPU's MAX or AVE (cpu_pool)
         self.fast: str | None = None
         self.method, self.global_pooling = p.pool, p.global_pooling
         if len(top) > 1 and self.method != P.MAX:
@@ -210,12 +210,10 @@ class PoolingLayer(Layer):
                     top[1].data[...] = self.index
                 return
             if self.fast == "cpu":
-                geometry = (self.kernel, self.stride, self.pooled, x.shape, self.dtype, self.pad)
-                if self.cpu_max is None or self.cpu_max.geometry != (*geometry[:4], self.pad):
-                    self.cpu_max = pooling_cpu.MaxPool(self.workspace, *geometry)
-                self.cpu_max.forward(x, y)
+                cpu_max = self.cpu_pool(pooling_cpu.MaxPool, x)
+                cpu_max.forward(x, y)
                 if len(top) > 1:
-                    top[1].data[...] = self.cpu_max.mask()
+                    top[1].data[...] = cpu_max.mask()
                 return
             values = self.patches(self.framed(x, -np.inf))
             # Caffe starts from -FLT_MAX and keeps the first strictly greater value: no choice below
@@ -231,7 +229,7 @@ class PoolingLayer(Layer):
             if len(top) > 1:
                 top[1].data[...] = self.mask()
         elif self.method == P.AVE and xp is np:  # the frame's phase planes (pooling_cpu)
-            self.cpu_ave(x).forward(x, self.divisor, y)
+            self.cpu_pool(pooling_cpu.AvePool, x).forward(x, self.divisor, y)
         elif self.method == P.AVE:
             with np.errstate(invalid="ignore", divide="ignore"):  # Caffe's 0 / 0 of empty windows
                 xp.divide(self.patches(self.framed(x, 0)).sum(axis=0), self.divisor, out=y)
@@ -253,7 +251,7 @@ class PoolingLayer(Layer):
             return
         xp, dy = self.xp, top[0].diff
         if self.method == P.AVE and xp is np:
-            self.cpu_ave(bottom[0].data).backward(dy, self.divisor, bottom[0].diff)
+            self.cpu_pool(pooling_cpu.AvePool, bottom[0].data).backward(dy, self.divisor, bottom[0].diff)
         elif self.method == P.AVE:
             k = self.kernel[0] * self.kernel[1]
             with np.errstate(invalid="ignore", divide="ignore"):  # empty windows reach no pixel
@@ -261,8 +259,8 @@ class PoolingLayer(Layer):
             self.unpatch(xp.broadcast_to(share, (k, *dy.shape)), bottom[0])
         elif self.method == P.MAX and self.fast == "kernel":
             kernels.max_pool_backward(dy, self.index, bottom[0].diff, self.kernel, self.stride, self.pad)
-        elif self.method == P.MAX and self.fast == "cpu" and self.cpu_max is not None:
-            self.cpu_max.backward(dy, bottom[0].diff)
+        elif self.method == P.MAX and self.fast == "cpu":
+            self.cpu_pool(pooling_cpu.MaxPool, bottom[0].data).backward(dy, bottom[0].diff)
         elif self.method == P.MAX or self.phase == caffe_pb2.TRAIN:
             self.unpatch(self.chosen(dy), bottom[0])
         else:  # d/dx_j of sum(x^2) / sum(x) = (2 x_j - y) / sum(x)
@@ -270,11 +268,13 @@ class PoolingLayer(Layer):
             self.unpatch(dy * (2 * values - top[0].data) / self.total, bottom[0])
 
     # --- the faster paths ---------------------------------------------------------------------
-    def cpu_ave(self, x: Any) -> pooling_cpu.AvePool:
+    def cpu_pool(self, kind: type[CpuPool], x: Any) -> CpuPool:
+        """This layer's CPU pooling of ``kind`` for bottoms like x, made again when the geometry changes."""
         geometry = (self.kernel, self.stride, self.pooled, x.shape, self.dtype, self.pad)
-        if self.cpu_avg is None or self.cpu_avg.geometry != (*geometry[:4], self.pad):
-            self.cpu_avg = pooling_cpu.AvePool(self.workspace, *geometry)
-        return self.cpu_avg
+        known = self.cpu
+        if not isinstance(known, kind) or known.geometry != pooling_cpu.geometry_key(*geometry[:4], self.pad):
+            known = self.cpu = kind(self.workspace, *geometry)
+        return known
 
     def max_path(self, x: Any) -> str | None:
         """'kernel' (the GPU's fused kernels), 'cpu' (engine.layers.pooling_cpu), or None (patches)."""

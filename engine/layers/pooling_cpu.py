@@ -103,17 +103,31 @@ class Phases:
         return (b - a, self.shape[1], self.pooled[0], self.wide)
 
 
-class MaxPool:
+class PhasePool:
+    """One layer's CPU pooling over the phase planes, for bottoms of one shape; ``geometry``: what it
+    was made for (another geometry needs another)."""
+
+    def __init__(
+        self, workspace: Any, kernel: Any, stride: Any, pooled: Any, shape: Any, dtype: Any, pad: Any
+    ):
+        self.geometry = geometry_key(kernel, stride, pooled, shape, pad)
+        self.workspace, self.shape, self.dtype = workspace, tuple(shape), dtype
+        self.phases = Phases(workspace, kernel, stride, pooled, shape, dtype, pad)
+
+
+def geometry_key(kernel: Any, stride: Any, pooled: Any, shape: Any, pad: Any) -> tuple[Any, ...]:
+    return tuple(kernel), tuple(stride), tuple(pooled), tuple(shape), tuple(pad)
+
+
+class MaxPool(PhasePool):
     """Choices and index tables of one layer's CPU MAX pooling, for bottoms of one shape."""
 
     def __init__(
         self, workspace: Any, kernel: Any, stride: Any, pooled: Any, shape: Any, dtype: Any, pad: Any
     ):
+        super().__init__(workspace, kernel, stride, pooled, shape, dtype, pad)
         n, c, height, width = shape
         (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pooled
-        self.geometry = (kernel, stride, pooled, tuple(shape), tuple(pad))
-        self.workspace, self.shape, self.dtype = workspace, tuple(shape), dtype
-        self.phases = Phases(workspace, kernel, stride, pooled, shape, dtype, pad)
         count = kh * kw
         self.index = np.int8 if count <= 127 else np.int16 if count <= 32767 else np.int32
         self.choice = workspace.get("choice", (n, c, *pooled), self.index, np)
@@ -189,15 +203,8 @@ class MaxPool:
         return np.where(self.live, within, -1)
 
 
-class AvePool:
+class AvePool(PhasePool):
     """One layer's CPU AVE pooling for bottoms of one shape; ``divisor`` (PH, PW): Caffe's window sizes."""
-
-    def __init__(
-        self, workspace: Any, kernel: Any, stride: Any, pooled: Any, shape: Any, dtype: Any, pad: Any
-    ):
-        self.geometry = (kernel, stride, pooled, tuple(shape), tuple(pad))
-        self.workspace, self.dtype = workspace, dtype
-        self.phases = Phases(workspace, kernel, stride, pooled, shape, dtype, pad)
 
     def forward(self, x: Any, divisor: Any, y: Any) -> None:
         phases, pw = self.phases, y.shape[3]

@@ -18,17 +18,11 @@ def _runs_folder(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def lenet_window(qtbot):
     """The window at 1280x800 on the LeNet example, its canvas drawn."""
-    from app.files import EXAMPLES
-    from app.main_window import MainWindow
+    from windows import open_window
 
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
+    from app.files import EXAMPLES
+
+    w = open_window(qtbot, EXAMPLES / "mnist" / "lenet_train_test.prototxt")
     w.graph.sync()
     yield w
     w.training.shutdown()

@@ -7,18 +7,14 @@ import os
 import struct
 
 import pytest
+from windows import open_window
 
 from app.files import EXAMPLES, is_installed
-from app.main_window import MainWindow
 
 
 @pytest.fixture
 def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    w.show_error = lambda *args: pytest.fail(f"error dialog: {args}")
-    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
+    w = open_window(qtbot, EXAMPLES / "mnist" / "lenet_train_test.prototxt", size=None, errors_fail=True)
     w.graph.sync()
     yield w
     w.training.shutdown()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QRectF
+from windows import open_window
 
 from app.files import DEFAULT_SOLVER, EXAMPLES
 from app.main_window import MainWindow
@@ -12,14 +13,8 @@ from graph_view.view import READABLE
 
 
 def first_launch(qtbot, path) -> MainWindow:
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(path)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes) and not w.graph._fit_pending)
+    w = open_window(qtbot, path)
+    qtbot.waitUntil(lambda: not w.graph._fit_pending)
     return w
 
 

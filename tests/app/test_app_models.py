@@ -12,10 +12,10 @@ from answers import Asked
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
+from windows import asked_window
 
 import engine
 from app.files import EXAMPLES
-from app.main_window import MainWindow
 from app.training.job import make_job
 
 DEPLOY = EXAMPLES / "mnist" / "lenet.prototxt"
@@ -33,16 +33,7 @@ def trained(tmp_path):
 
 @pytest.fixture
 def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show_error = Asked(None)
-    w.ask_unsaved_changes = Asked("discard")
-    w.ask_unparsable_text = Asked("discard")
-    w.ask_net_for_model = Asked("")
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
+    return asked_window(qtbot, ask_net_for_model="")
 
 
 def test_a_model_opens_with_the_net_beside_it_and_train_starts_from_its_weights(window, trained):

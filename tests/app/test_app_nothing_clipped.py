@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QWidget,
 )
+from windows import open_window
 
 from app.files import EXAMPLES
 from app.main_window import MainWindow
@@ -77,14 +78,7 @@ def clipped(root: QWidget) -> list[str]:
 
 
 def open_at_1280(qtbot, path) -> MainWindow:
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(path)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
+    w = open_window(qtbot, path)
     w.graph.sync()
     qtbot.waitUntil(lambda: w.workbench.totals.text() != "measuring…", timeout=30000)
     return w

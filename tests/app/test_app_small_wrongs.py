@@ -6,25 +6,17 @@ import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt
 from PySide6.QtGui import QDropEvent, QTextCursor
 from PySide6.QtTest import QTest
+from windows import open_window
 
 from app.examples import examples
 from app.files import EXAMPLES
-from app.main_window import MainWindow
 from graph_view import style
 from graph_view.view import MIME_LAYER_TYPE
 
 
 @pytest.fixture
 def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    w.show_error = lambda *args: pytest.fail(f"error dialog: {args}")
-    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
+    w = open_window(qtbot, EXAMPLES / "mnist" / "lenet_train_test.prototxt", errors_fail=True)
     w.graph.sync()
     yield w
     w.training.shutdown()

@@ -7,8 +7,7 @@ import pytest
 from answers import Asked
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
-
-from app.main_window import MainWindow
+from windows import asked_window
 
 FORK = """\
 name: "densenet-port"
@@ -24,15 +23,7 @@ layer { name: "pool2" type: "Pooling" bottom: "pool1" top: "pool2"
 
 
 def make_window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show_error = Asked(None)
-    w.ask_unsaved_changes = Asked("discard")
-    w.ask_unparsable_text = Asked("discard")
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
+    return asked_window(qtbot)
 
 
 def test_unknown_fields_are_listed_and_dropped_only_when_asked(qtbot, tmp_path):

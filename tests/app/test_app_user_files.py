@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from answers import Asked
 from gestures import drag_box
+from windows import asked_window
 
 from app import saving
 from app.commands import SetLayerField
@@ -33,15 +34,7 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "
 
 @pytest.fixture
 def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show_error = Asked(None)
-    w.ask_unsaved_changes = Asked("discard")
-    w.ask_unparsable_text = Asked(saving.DISCARD)  # no test ever waits on a real dialog
-    w.ask_default_solver = Asked(False)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
+    w = asked_window(qtbot, ask_default_solver=False)
     yield w
     w.training.shutdown()
 

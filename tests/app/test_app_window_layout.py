@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtWidgets import QTabBar, QToolBar
+from windows import open_window
 
 from app.files import EXAMPLES
 from app.main_window import MainWindow
@@ -20,14 +21,8 @@ def window(qtbot):
 
 
 def make(qtbot, settings: QSettings | None = None) -> MainWindow:
-    w = MainWindow(settings=settings)
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes) and not w.graph._fit_pending)
+    w = open_window(qtbot, EXAMPLES / "mnist" / "lenet_train_test.prototxt", settings=settings)
+    qtbot.waitUntil(lambda: not w.graph._fit_pending)
     return w
 
 

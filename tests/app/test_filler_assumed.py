@@ -8,6 +8,7 @@ import h5py
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
+from windows import open_window
 
 from app.fillers.draws import initialise
 from app.main_window import MainWindow
@@ -29,14 +30,7 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip1" bottom: "label" top: 
 def window(qtbot, tmp_path):
     path = tmp_path / "far.prototxt"
     path.write_text(NET)
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    assert w.open_file(path)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: bool(w.graph.scene.nodes))
+    w = open_window(qtbot, path)
     yield w
     panel = w.filler_dock.widget()
     for jobs in (panel.build_jobs, panel.preview_jobs):
