@@ -8,7 +8,9 @@ goes back into the editor as it was.
 A session that cannot be read back (a manifest that is not an object, a ``saved_at`` that is no
 time, paths that are not strings, text that is not UTF-8, anything restoring it raises) never
 keeps the app from starting: it is moved aside to ``damaged-<session>`` beside the others, kept
-for the user, and a notice says where it went.
+for the user, and a notice says where it went. A session only partly whole (an autosaved net that
+does not parse, a solver that does not) gives back every part that is whole, the net's text into
+the editor as typed, and is moved aside the same way: nothing autosaved is deleted unrecovered.
 """
 
 from __future__ import annotations
@@ -160,32 +162,50 @@ def tell_recovery(parent: QWidget, notice: str) -> None:
     QMessageBox.information(parent, "Recovery", notice)
 
 
-def restore(window, recovery: Recovery) -> None:
-    """Put ``recovery``'s work into ``window`` (a MainWindow) as unsaved, undoable edits."""
+def restore(window, recovery: Recovery) -> list[str]:
+    """Put ``recovery``'s work into ``window`` (a MainWindow) as unsaved, undoable edits, each part on
+    its own: a part that cannot be restored never costs the others. Returns what could not be, in
+    words (the autosaved copy is named, never the user's own file, which was not read wrong)."""
     doc = window.doc
     net_path, solver_path = recovery.net_path, recovery.solver_path
+    problems: list[str] = []
     try:
         if net_path and os.path.isfile(net_path):
             doc.open_net(net_path)
         else:
             doc.load_net(caffe_pb2.NetParameter(), None)
-        if solver_path and os.path.isfile(solver_path):
-            doc.open_solver(solver_path)
     except (OSError, FormatError):
         doc.load_net(caffe_pb2.NetParameter(), None)  # the original went bad: the autosave still stands
+    try:
+        if solver_path and os.path.isfile(solver_path):
+            doc.open_solver(solver_path)
+    except (OSError, FormatError) as e:
+        problems.append(f"the solver file could not be opened ({e})")
     net_text, solver_text = recovery.text(NET_FILE), recovery.text(SOLVER_FILE)
+    editor_text = recovery.text(EDITOR_FILE)
     wanted = recovery.manifest.get("net_dirty") or doc.net_path is None
     if net_text is not None and wanted and net_text != doc.net_text():
-        command: Command = ReplaceNet.from_text(net_text, net_path or "<recovered>")
-        command.text = "Recover autosaved net"
-        window.push(command)
+        try:
+            command: Command = ReplaceNet.from_text(net_text, _autosaved(recovery, NET_FILE))
+            command.text = "Recover autosaved net"
+            window.push(command)
+        except FormatError as e:
+            problems.append(f"the autosaved net does not parse ({e}); its text is back in the editor")
+            editor_text = editor_text if editor_text is not None else net_text
     if solver_text is not None and recovery.manifest.get("solver_dirty"):
-        command = ReplaceSolver.from_text(solver_text, solver_path or "<recovered>")
-        command.text = "Recover autosaved solver"
-        window.push(command)
-    editor_text = recovery.text(EDITOR_FILE)
+        try:
+            command = ReplaceSolver.from_text(solver_text, _autosaved(recovery, SOLVER_FILE))
+            command.text = "Recover autosaved solver"
+            window.push(command)
+        except FormatError as e:
+            problems.append(f"the autosaved solver does not parse ({e})")
     if editor_text is not None:
         window.editor.edit.setPlainText(editor_text)  # parsed (or marked) like any typing
+    return problems
+
+
+def _autosaved(recovery: Recovery, name: str) -> str:
+    return str(recovery.folder / name)
 
 
 def offer(window, folder: str | os.PathLike[str]) -> bool:
@@ -202,16 +222,22 @@ def offer(window, folder: str | os.PathLike[str]) -> bool:
     newest, restored = sessions[0], False
     if window.ask_recover(newest):
         try:
-            restore(window, newest)
-            restored = True
-        except (OSError, FormatError) as e:
-            window.show_error("Cannot recover", str(e))
+            problems = restore(window, newest)
         except Exception as e:  # whatever the session holds, the app must start: keep it aside
-            window.tell_recovery(newest.move_aside(f"restoring it failed: {type(e).__name__}: {e}"))
+            problems = [f"restoring it failed: {type(e).__name__}: {e}"]
+        else:
+            restored = True
+        if problems:  # what could not come back is kept, never deleted
+            window.tell_recovery(_partly(restored, problems, newest.move_aside("; ".join(problems))))
             for session in sessions[1:]:
                 session.lock.unlock()
-            return False
+            return restored
     newest.discard()
     for session in sessions[1:]:
         session.lock.unlock()
     return restored
+
+
+def _partly(restored: bool, problems: list[str], kept: str) -> str:
+    head = "Recovered what was whole; " if restored else "Nothing could be recovered: "
+    return head + "; ".join(problems) + ". " + kept

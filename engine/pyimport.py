@@ -27,17 +27,16 @@ import importlib.util
 import os
 import sys
 import sysconfig
-import threading
 from collections.abc import Iterable
 from types import ModuleType
 
 from engine import pymodules
 from engine.errors import EngineError
+from engine.trust_gate import allowed, gated, require_trust, untrusted
+
+__all__ = ["ModuleClash", "NotTrusted", "allowed", "gated", "import_module", "require_trust", "untrusted"]
 
 OURS = frozenset({"engine", "proto", "app", "graph_view", "main", "caffe"})
-
-_gate_lock = threading.Lock()
-_trusted: frozenset[str] | None = None  # None: no gate (CLI, pycaffe)
 
 
 class NotTrusted(EngineError, ImportError):
@@ -46,35 +45,6 @@ class NotTrusted(EngineError, ImportError):
 
 class ModuleClash(EngineError, ImportError):
     """The layer's module is named like something that is not the net's own code."""
-
-
-def _folder_key(folder: str) -> str:
-    return os.path.normcase(os.path.realpath(folder))
-
-
-def require_trust(folders: Iterable[str] | None) -> None:
-    """Import Python layers' modules only for nets whose folders are all in ``folders`` (None: always)."""
-    global _trusted
-    with _gate_lock:
-        _trusted = None if folders is None else frozenset(_folder_key(f) for f in folders)
-
-
-def gated() -> bool:
-    return _trusted is not None
-
-
-def untrusted(where: Iterable[str]) -> list[str]:
-    """The folders of ``where`` the gate would refuse ([] when there is no gate)."""
-    trusted = _trusted
-    if trusted is None:
-        return []
-    return [folder for folder in where if _folder_key(folder) not in trusted]
-
-
-def allowed(where: Iterable[str]) -> bool:
-    """Whether a net kept in ``where`` may run its Python layers now (an unsaved net under the gate: no)."""
-    where = list(where)
-    return not gated() or (bool(where) and not untrusted(where))
 
 
 def _installed_roots() -> list[str]:

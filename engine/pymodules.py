@@ -5,7 +5,9 @@ prototxt and run caffe from that folder. The CLI, pycaffe and the app (once the 
 folder, see ``engine.pyimport``) do what that amounts to: while a net *with Python layers* is built
 and run, the net's folders are appended to ``sys.path``, after our packages and everything
 installed, never first (a downloaded folder's ``threadpoolctl.py`` or ``engine.py`` never shadows
-the real one). A net without Python layers leaves ``sys.path`` alone. Two more things make a module
+the real one). A net without Python layers leaves ``sys.path`` alone, and so does one whose folder the
+app's trust gate refuses (``engine.pyimport``): nothing from an untrusted folder can be imported, by
+the net's layers or by any other import meanwhile. Two more things make a module
 kept there behave as a user expects:
 
 * ``import caffe`` inside it gets this engine when no package called caffe is installed;
@@ -24,6 +26,7 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
+from engine import trust_gate
 from proto import caffe_pb2
 
 _lock = threading.Lock()
@@ -127,6 +130,15 @@ def importing_from(where: Sequence[str], names: Iterable[str] = ()) -> Iterator[
         yield
         return
     token = _building.set(tuple(where))
+    if not trust_gate.allowed(where):
+        # Under the app's trust gate an untrusted folder never joins sys.path: its layers are refused
+        # ("not run") anyway, and meanwhile any import that misses elsewhere (Pillow's plugins trying
+        # olefile) would find a planted module there and run it.
+        try:
+            yield
+        finally:
+            _building.reset(token)
+        return
     with _lock:
         _alias_caffe()  # before the folders join: a caffe.py beside the net is not "caffe installed"
         for folder in where:

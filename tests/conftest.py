@@ -85,3 +85,25 @@ def modal_dialogs(request, monkeypatch) -> list[str]:
 
     monkeypatch.setattr(widgets.QMessageBox, "exec", answer)
     return asked
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller, not an xdist worker
+        from checkout_guard import snapshot
+
+        session.config._checkout_before = snapshot(REPO)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "_checkout_before", None)
+    if hasattr(session.config, "workerinput") or before is None:
+        return
+    from checkout_guard import snapshot, written
+
+    left = written(before, snapshot(REPO))
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = "the tests wrote into the checkout (use tmp_path): " + ", ".join(left)
+        if reporter is not None:
+            reporter.write_line(f"\nFAILED checkout guard: {message}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
