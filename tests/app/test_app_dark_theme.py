@@ -9,6 +9,8 @@ from app.files import EXAMPLES
 from app.main_window import MainWindow
 from app.themes import DARK, LIGHT, apply_theme
 
+WAIT_MS = 10_000  # room for a loaded 2-core machine; each wait returns as soon as its condition holds
+
 
 @pytest.fixture
 def window(qtbot):
@@ -39,26 +41,38 @@ def test_dark_theme_repaints_canvas_editor_and_plots(qtbot, window, tmp_path):
     assert window.open_file(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
     app = QApplication.instance()
     apply_theme(app, LIGHT)
-    qtbot.wait(20)
     scene, view, edit = window.graph.scene, window.graph.view, window.editor.edit
     plots = window.training.plots
+
+    # The palette reaches each widget at once (PaletteChange is sent, not posted) and grab() paints
+    # synchronously; waiting on the checks themselves (each returns as soon as it holds) leaves room for
+    # anything a view repaints later, with no fixed sleep.
+    def light() -> None:
+        assert not dark(scene.backgroundBrush().color()) and not dark(corner_pixel(view.viewport()))
+        assert not dark(edit.colour("gutter_bg")) and not dark(plots.graphics.backgroundBrush().color())
+
+    qtbot.waitUntil(light, timeout=WAIT_MS)
     section_light = window.editor.highlighter.colour("section")
-    assert not dark(scene.backgroundBrush().color()) and not dark(corner_pixel(view.viewport()))
-    assert not dark(edit.colour("gutter_bg")) and not dark(plots.graphics.backgroundBrush().color())
 
     apply_theme(app, DARK)
-    qtbot.wait(20)
-    assert dark(scene.backgroundBrush().color())
-    assert dark(corner_pixel(view.viewport()))  # the painted canvas, grid tile included
-    assert dark(corner_pixel(edit._gutter)) and dark(edit.colour("current"))
-    assert dark(corner_pixel(window.editor.footer))
-    section_dark = window.editor.highlighter.colour("section")
-    assert section_dark != section_light and section_dark.lightness() > 128  # light text on dark
-    assert dark(plots.graphics.backgroundBrush().color())
-    assert plots.loss_plot.getAxis("left").textPen().color().lightness() > 128
+
+    def dark_everywhere() -> None:
+        assert dark(scene.backgroundBrush().color())
+        assert dark(corner_pixel(view.viewport()))  # the painted canvas, grid tile included
+        assert dark(corner_pixel(edit._gutter)) and dark(edit.colour("current"))
+        assert dark(corner_pixel(window.editor.footer))
+        section_dark = window.editor.highlighter.colour("section")
+        assert section_dark != section_light and section_dark.lightness() > 128  # light text on dark
+        assert dark(plots.graphics.backgroundBrush().color())
+        assert plots.loss_plot.getAxis("left").textPen().color().lightness() > 128
+
+    qtbot.waitUntil(dark_everywhere, timeout=WAIT_MS)
     assert window.grab().save(str(tmp_path / "dark.png"))
 
     apply_theme(app, LIGHT)  # and back
-    qtbot.wait(20)
-    assert not dark(corner_pixel(view.viewport())) and not dark(corner_pixel(edit._gutter))
-    assert window.editor.highlighter.colour("section") == section_light
+
+    def light_again() -> None:
+        assert not dark(corner_pixel(view.viewport())) and not dark(corner_pixel(edit._gutter))
+        assert window.editor.highlighter.colour("section") == section_light
+
+    qtbot.waitUntil(light_again, timeout=WAIT_MS)

@@ -177,7 +177,8 @@ def test_opening_a_file_clears_the_undo_stack(qtbot, window, net_file):
 
 def test_screenshot(qtbot, window, tmp_path):
     window.resize(1200, 760)
-    qtbot.wait(20)
+    # A shown window takes its new size from the platform's answer: wait for that, not for a time.
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == (1200, 760), timeout=10_000)
     assert window.grab().save(str(tmp_path / "window.png"))
 
 

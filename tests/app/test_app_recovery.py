@@ -49,7 +49,13 @@ def session_of(window):
 def test_unsaved_work_is_autosaved_and_saved_work_is_not(qtbot, recovery_dir, net_file):
     w = make_window(qtbot, recovery_dir, net_file)
     folder = session_of(w)
-    qtbot.wait(120)
+    # Not a sleep for a save that must not come: wait for the autosave timer to fire (twice). Its save
+    # runs before this wait's own slot (connected first), so by then it has looked and written nothing.
+    autosave = w.workbench.autosave
+    assert autosave is not None
+    for _ in range(2):
+        with qtbot.waitSignal(autosave.timer.timeout, timeout=10_000):
+            pass
     assert not (folder / MANIFEST).exists()  # nothing unsaved yet
     w.push(SetLayerField(1, "convolution_param.num_output", 12))
     qtbot.waitUntil(lambda: (folder / MANIFEST).exists())

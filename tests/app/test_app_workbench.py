@@ -89,6 +89,13 @@ def test_screenshot_of_the_main_window(qtbot, window, tmp_path):
     assert window.open_file(EXAMPLES / "mnist" / "lenet_solver.prototxt")
     window.resize(1600, 1000)
     window.selection.select(2)
-    qtbot.wait(50)
+
+    def described() -> bool:
+        """The picture is the one described: the window at its new size (the platform's answer) and
+        conv1's box on the canvas, selected; grab() then paints synchronously."""
+        conv1 = window.graph.scene.nodes.get("conv1")  # the scene makes new boxes on a rebuild
+        return window.width() == 1600 and conv1 is not None and conv1.isSelected()
+
+    qtbot.waitUntil(described, timeout=10_000)
     image = window.grab()
     assert image.save(str(tmp_path / "main_window.png")) and image.width() >= 1400

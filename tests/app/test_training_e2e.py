@@ -80,12 +80,15 @@ def test_lenet_trains_live_pauses_resumes_stops_and_snapshots(qtbot, lenet_solve
     qtbot.waitUntil(lambda: run.status == "paused", timeout=TIMEOUT_MS)
     assert dock.pause_action.text() == "Resume"
     paused_at, points = run.iter, len(run.train)
-    qtbot.wait(300)
-    assert (run.iter, len(run.train)) == (paused_at, points)
 
-    dock.buttons["snapshot"].click()  # while paused: written at once
+    # Nothing trains while paused, shown without sleeping for iterations that must not come: the worker
+    # sends its points before Paused (one queue, in order) and then waits for Resume. A snapshot taken
+    # now is written at once, in this thread, and named by the solver's own iteration: a file for
+    # paused_at proves the solver has not moved on since the GUI saw its last point.
+    dock.buttons["snapshot"].click()
     assert (lenet_solver.parent / f"lenet_iter_{paused_at}.caffemodel").is_file()
     assert (lenet_solver.parent / f"lenet_iter_{paused_at}.solverstate").is_file()
+    assert run.status == "paused" and (run.iter, len(run.train)) == (paused_at, points)
 
     dock.buttons["pause"].click()  # now "Resume"
     qtbot.waitUntil(lambda: run.iter >= paused_at + 5, timeout=TIMEOUT_MS)
