@@ -2,7 +2,7 @@
 
 The dialogs the window may raise are methods (``ask_open_path``, ``ask_save_path``,
 ``ask_unsaved_changes``, ``ask_unparsable_text``, ``ask_net_for_model``, ``ask_drop_unknown_fields``,
-``ask_default_solver``, ``show_error``) so tests can replace them.
+``ask_default_solver``, ``ask_changed_on_disk``, ``show_error``) so tests can replace them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QToolButton,
 )
 
-from app import commands, export_actions, files, opening, recovery, saving, train_checks
+from app import commands, disk_watch, export_actions, files, opening, recovery, saving, train_checks
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.document import Change, Document
@@ -87,6 +87,7 @@ class MainWindow(QMainWindow):
         self.notice = NoticeLabel(self)  # what opening a file had to say (upgraded, solver found, ...)
         self.statusBar().addWidget(self.notice, 1)
         self._typed_saved: str | None = None  # unparsable text the user chose to save as typed
+        self.disk_watch = disk_watch.DiskWatch(self.doc, self._changed_on_disk, self)
         self._make_actions()
         self.setAcceptDrops(True)
         self.resize(1280, 820)
@@ -153,12 +154,15 @@ class MainWindow(QMainWindow):
     def _save_valid_net(self) -> bool:
         if self.doc.net_path is None:
             return self.save_as()
+        if not self._may_overwrite():
+            return False
         try:
             self.doc.save_net()
             self._save_solver()
         except OSError as e:
             self.show_error("Cannot save", str(e))
             return False
+        self.disk_watch.remember()
         self.statusBar().showMessage(f"Saved {os.path.basename(self.doc.net_path)}", 4000)
         self._refresh()
         return True
@@ -174,6 +178,7 @@ class MainWindow(QMainWindow):
         except OSError as e:
             self.show_error("Cannot save", str(e))
             return False
+        self.disk_watch.remember()
         self.statusBar().showMessage(f"Saved {os.path.basename(path)}", 4000)
         self.workbench.opened(path)
         self._refresh()
@@ -196,7 +201,7 @@ class MainWindow(QMainWindow):
 
     def _save_typed_text(self) -> bool:
         path = self.doc.net_path or self.ask_save_path()
-        if not path:
+        if not path or (path == self.doc.net_path and not self._may_overwrite()):
             return False
         text = self.editor.text
         try:
@@ -204,12 +209,49 @@ class MainWindow(QMainWindow):
         except OSError as e:
             self.show_error("Cannot save", str(e))
             return False
+        self.disk_watch.remember()
         self._typed_saved = text
         self.statusBar().showMessage(
             f"Saved the text as typed to {os.path.basename(path)}: it does not parse yet", 6000
         )
         self._refresh()
         return True
+
+    def _may_overwrite(self) -> bool:
+        """Before Save writes the document's files: one changed on disk since it was opened or saved
+        (another window, another editor) is not replaced without the user's word."""
+        changed = self.disk_watch.changed_files()
+        if not changed:
+            return True
+        answer = self.ask_changed_on_disk(changed, True)
+        if answer == disk_watch.KEEP:
+            return True
+        if answer == disk_watch.RELOAD:
+            self._reload()
+        elif answer == disk_watch.SAVE_AS:
+            self.save_as()
+        return False
+
+    def _changed_on_disk(self, paths: list[str]) -> None:
+        """The watcher saw a file of ours change: reload it when nothing here is unsaved, else ask."""
+        if not self.has_unsaved_work():
+            self._reload()
+            self.show_notice(f"Reloaded {', '.join(map(os.path.basename, paths))}: it changed on disk")
+            return
+        answer = self.ask_changed_on_disk(paths, False)
+        if answer == disk_watch.RELOAD:
+            self._reload()
+        elif answer == disk_watch.SAVE_AS:
+            self.save_as()
+        else:  # keep mine: Save will write it without asking again
+            self.disk_watch.accept(paths)
+
+    def _reload(self) -> None:
+        path = self.doc.net_path or self.doc.solver_path
+        if path and os.path.isfile(path):
+            self.open_file(path)
+        else:
+            self.disk_watch.accept(self.disk_watch.paths())
 
     def _keep_editing(self) -> None:
         self.editor_dock.show()
@@ -271,6 +313,10 @@ class MainWindow(QMainWindow):
     def ask_unparsable_text(self, closing: bool) -> str:
         """saving.EDIT, TEXT or NET (and DISCARD when ``closing``)."""
         return saving.ask_unparsable_text(self, self.editor.error, closing)
+
+    def ask_changed_on_disk(self, paths: list[str], saving_now: bool) -> str:
+        """disk_watch.RELOAD, KEEP, SAVE_AS or CANCEL."""
+        return disk_watch.ask(self, paths, saving_now)
 
     def ask_net_for_model(self, model_path: str) -> str:
         return opening.ask_net_for_model(self, model_path)
