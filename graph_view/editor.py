@@ -206,6 +206,9 @@ class GraphEditor(QWidget):
         remember = getattr(self.document, "remember_data_shapes", None)  # a viewer's has no layout
         if remember is not None and g.read_shapes:
             remember(g.read_shapes)
+        if self.scene.too_big:
+            self.totals.setText(f"{len(self.document.net.layer):,} layers · too many to draw")
+            return
         unknown = sum(1 for shapes in g.shapes.values() if None in shapes.tops)
         # Counted as the status bar counts (the document's layers), then what this view adds or leaves out.
         shown, total = len(g.keys_of_index), len(self.document.net.layer)
