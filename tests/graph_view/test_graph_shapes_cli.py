@@ -125,11 +125,17 @@ def test_a_malformed_input_shape_is_one_line_and_exit_2(tmp_path, capsys, flag, 
     assert err.count("\n") == 1 and err.startswith(f"error: --input-shape {flag}: ") and words in err
 
 
-def test_an_input_shape_for_no_blob_is_a_warning(tmp_path, capsys):
+@pytest.mark.parametrize("command", ["shapes", "draw"])
+@pytest.mark.parametrize("blob", ["dta", "conv1"])  # no blob at all; a blob a convolution makes
+def test_an_input_shape_for_no_data_blob_is_refused_in_one_line(tmp_path, capsys, command, blob):
+    """#32 case 11: the shape was silently ignored; now it is refused, naming the data blobs."""
     path = write_cifar(tmp_path, deploy=False)
-    assert main.main(["shapes", str(path), "--input-shape", "dta=1,3,32,32"]) == 0
-    err = capsys.readouterr().err
-    assert "warning: --input-shape dta: no layer of the TRAIN net makes a blob 'dta'" in err
+    out = [str(tmp_path / "cifar.svg")] if command == "draw" else []
+    assert main.main([command, str(path), *out, "--input-shape", f"{blob}=1,3,32,32"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    words = "is not a data blob of the TRAIN net (its data blobs: data, label)"
+    assert err == [f"error: --input-shape {blob}: '{blob}' {words}"]
+    assert not (tmp_path / "cifar.svg").exists()
 
 
 def test_draw_follows_the_same_rules(tmp_path, capsys):
