@@ -99,6 +99,12 @@ def test_the_command_line_refuses_a_huge_net_and_huge_weights(tmp_path, capsys):
     assert main.main(["export", str(net), str(tmp_path / "n.onnx"), "--weights", str(model)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {model}: 3,072 MB, more than a binary NetParameter can be (2,048 MB); not read"]
+    assert main.main([str(model)]) == 2  # `main.py PATH` says so before any window
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("3,072 MB, more than a binary NetParameter can be (2,048 MB); not read")
+    )
 
 
 def test_a_file_past_the_memory_free_is_refused(tmp_path, monkeypatch):
