@@ -26,7 +26,7 @@ while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
 env = lmdb.open(sys.argv[1], map_size=1 << 28)
 datum = caffe_pb2.Datum(channels=1, height=16, width=16, data=bytes(256), label=1).SerializeToString()
 key = 64
-for commit in range(2000):  # every commit copies the branch pages on its path and frees the old ones
+for commit in range(600):  # every commit copies the branch pages on its path and frees the old ones
     with env.begin(write=True) as txn:
         for _ in range(16):
             txn.put(b"%08d" % key, datum, append=True)
