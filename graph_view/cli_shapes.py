@@ -43,15 +43,19 @@ def check_typed(graph: Graph, typed: dict[str, Shape]) -> None:
     (the shape would be ignored: only a data layer whose source is absent takes one), and the ones
     that are."""
     data = list(dict.fromkeys(t for layer in graph.layers.values() if reads_source(layer) for t in layer.top))
+    net = f"the {_phase(graph.phase)} net"
     for blob in typed:
-        if blob not in data:
-            known = (
-                ", ".join(data) if data else "none: it has no Data, ImageData, HDF5Data or WindowData layer"
-            )
-            net = f"the {_phase(graph.phase)} net"
+        if blob in data:
+            continue
+        if not data:
             raise EngineError(
-                f"--input-shape {blob}: '{blob}' is not a data blob of {net} (its data blobs: {known})"
+                f"--input-shape {blob}: {net} has no Data, ImageData, HDF5Data or WindowData layer to "
+                "take a shape (an Input layer's shape is in its input_param)"
             )
+        known = ", ".join(data)
+        raise EngineError(
+            f"--input-shape {blob}: '{blob}' is not a data blob of {net} (its data blobs: {known})"
+        )
 
 
 def hints_for(net_path: str, typed: dict[str, Shape]) -> Hints:

@@ -147,3 +147,12 @@ def test_draw_follows_the_same_rules(tmp_path, capsys):
     text = out.read_text()
     assert "100×32×32×32" in text and "100×10" in text  # the wires carry the shapes
     assert "assumed" in text  # and the data layer says its shapes are assumed
+
+
+def test_an_input_shape_for_a_net_without_data_layers_says_so(tmp_path, capsys):
+    lenet = REPO / "resources" / "examples" / "mnist" / "lenet.prototxt"  # an Input layer, no data layer
+    assert main.main(["shapes", str(lenet), "--input-shape", "data=1,1,28,28"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --input-shape data: the TRAIN net has no Data, ImageData, HDF5Data or WindowData layer "
+        "to take a shape (an Input layer's shape is in its input_param)"
+    )
