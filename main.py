@@ -31,6 +31,17 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _int32(text: str) -> int:
+    """An integer flag Caffe keeps in an int32 (``--level``, ``--iterations``): out of range is refused."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not -(2**31) <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (a 32-bit integer, as Caffe keeps it)")
+    return value
+
+
 def _flag(p: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
     """A Caffe flag, spelt as gflags accepts it: -name, --name, -name=V or --name=V."""
     p.add_argument(f"--{name}", f"-{name}", dest=name, **kwargs)  # type: ignore[arg-type]
@@ -47,9 +58,9 @@ def _caffe_flags(p: argparse.ArgumentParser, command: str) -> None:
         help="GPU ids separated by ',' or 'all' (one GPU is used here); no value means 0",
     )  # fmt: skip
     _flag(p, "phase", default="", help="TRAIN or TEST (only `time` uses it; default TRAIN)")
-    _flag(p, "level", type=int, default=0, help="the network level (default 0)")
+    _flag(p, "level", type=_int32, default=0, help="the network level (default 0)")
     _flag(p, "stage", action="append", help="network stages, separated by ',' (repeatable)")
-    _flag(p, "iterations", type=int, default=50, help="batches to run (default 50)")
+    _flag(p, "iterations", type=_int32, default=50, help="batches to run (default 50)")
     _flag(p, "sigint_effect", default="stop", help="on SIGINT: stop, snapshot or none (default stop)")
     _flag(p, "sighup_effect", default="snapshot", help="on SIGHUP: stop, snapshot or none (default snapshot)")
 

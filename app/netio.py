@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from proto import caffe_pb2
+from proto.inputs import open_regular
 from proto.textio import decode_text, net_to_text, parse_net, parse_solver, solver_to_text
 from proto.upgrade import upgrade_net, upgrade_solver
 
@@ -57,7 +58,7 @@ class LoadedNet:
 
 def read_file(path: PathLike) -> str:
     """The file's text (UTF-8, a BOM dropped); OSError, or FormatError for a binary file."""
-    with open(path, "rb") as f:
+    with open_regular(path, "text", "a prototxt") as f:  # a FIFO, a device or a huge file refused
         return decode_text(f.read(), path)
 
 

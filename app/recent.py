@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
+
+from app.settings_values import string_list
 
 KEY = "recent/files"
 LIMIT = 10
@@ -27,8 +28,7 @@ class RecentFiles(QObject):
         self.settings, self.limit = settings, limit
         self._paths: list[str] = []
         if settings is not None:
-            stored: Any = settings.value(KEY, [])
-            self._paths = [stored] if isinstance(stored, str) else [str(p) for p in stored or []]
+            self._paths = string_list(settings.value(KEY, []))[: self.limit]
 
     def paths(self) -> list[str]:
         return list(self._paths)

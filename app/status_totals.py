@@ -1,8 +1,9 @@
 """The status bar's totals: blob values, learnable parameters and forward FLOPs of the net.
 
-Derived from the document on every net change, after a short pause (edits come in bursts),
-in a worker thread: building CaffeNet allocates 60 million weights, which the window should not
-wait for. One build runs at a time, and the answer to a net that has changed since is dropped.
+Derived from the document on every net change, after a short pause (edits come in bursts), from
+the canvas's shape-only graph (``app.net_stats``: nothing is allocated, and the FLOPs are the sum
+of the boxes'), in a worker thread: a data layer may read its source to learn its shapes. One
+count runs at a time, and the answer to a net that has changed since is dropped.
 A net that cannot be built shows ``shapes unavailable: <the engine's reason>``.
 """
 
@@ -21,6 +22,7 @@ from app.net_stats import Totals, describe_failure, human, net_totals
 from engine import pymodules
 from engine.data_shapes import Shape
 from engine.rng import seeded as own_generator
+from graph_view import summary
 from graph_view.document_api import Kind
 from proto import caffe_pb2
 
@@ -80,7 +82,7 @@ class StatusTotals(QLabel):
         self._timer.start()
 
     def recompute(self) -> None:
-        if self._running:  # one build at a time: CaffeNet's takes most of a second and 0.5 GB
+        if self._running:  # one count at a time
             self._pending = True
             return
         self._running, self._pending = True, False
@@ -112,15 +114,15 @@ class StatusTotals(QLabel):
             self.totals = result
             assumed = f" (assumed input: {', '.join(self._inputs)})" if self._inputs else ""
             self.setText(
-                f"{human(result.params)} params · {human(result.blobs)} blob values · "
-                f"{human(result.flops)} FLOPs/batch{assumed}"
+                f"{summary.count(result.params)} params · {human(result.blobs)} blob values · "
+                f"{summary.flops(result.flops)}/image{assumed}"  # the canvas's words for its own figures
             )
             note = f"Data not read: shapes assumed for {', '.join(self._inputs)}\n" if self._inputs else ""
             self.setToolTip(
                 f"{note}TRAIN net, {result.layers} layers (Split layers included)\n"
                 f"Learnable parameters: {result.params:,}\n"
                 f"Values in blobs: {result.blobs:,} ({result.blobs * 4 / 2**20:,.1f} MiB of float32 data)\n"
-                f"Forward FLOPs per batch: {result.flops:,} (a multiply-add counts 2)"
+                f"Forward FLOPs per image: {result.flops:,} (a multiply-add counts 2)"
             )
         else:
             self.totals = None

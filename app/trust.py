@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from app.settings_values import string_list
 from engine import pyimport, pymodules
 
 KEY = "trust/folders"
@@ -33,9 +33,9 @@ class TrustedFolders(QObject):
     def __init__(self, settings: QSettings | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.settings = settings
-        stored: Any = settings.value(KEY, []) if settings is not None else []
-        paths = [stored] if isinstance(stored, str) else [str(p) for p in stored or []]
-        self._folders = list(dict.fromkeys(os.path.abspath(p) for p in paths if p))
+        paths = string_list(settings.value(KEY, [])) if settings is not None else []
+        # Only what add() stores, absolute folders: a stray "5" must not trust the working directory's "5".
+        self._folders = list(dict.fromkeys(os.path.normpath(p) for p in paths if os.path.isabs(p)))
         pyimport.require_trust(self._folders)
 
     def folders(self) -> list[str]:

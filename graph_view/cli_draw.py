@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     if ext not in (".png", ".svg"):
         print(f"error: cannot draw to '{args.output}': the output must end in .png or .svg", file=sys.stderr)
         return 2
-    from graph_view.cli_shapes import input_shapes
+    from graph_view.cli_shapes import check_typed, input_shapes
     from proto.textio import read_net
 
     typed = input_shapes(getattr(args, "input_shape", None))
@@ -26,15 +26,23 @@ def run(args: argparse.Namespace) -> int:
     from PySide6.QtWidgets import QApplication
 
     from graph_view import render
+    from graph_view.graph import box_count
     from proto import caffe_pb2
 
     app = QApplication.instance() or QApplication(["main.py draw"])  # noqa: F841  (kept for the render)
     phase = caffe_pb2.TEST if str(getattr(args, "phase", "TRAIN")).upper() == "TEST" else caffe_pb2.TRAIN
     splits = bool(getattr(args, "splits", False))
-    scene = render.make_scene(net, os.path.abspath(args.net), phase, splits, typed)
-    for problem in scene.problems:
+    try:
+        render.check_boxes(box_count(net, phase), args.net)  # before a scene is made for it
+        scene = render.make_scene(net, os.path.abspath(args.net), phase, splits, typed)
+        check_typed(scene.graph, typed)  # before anything is written
+        problems = scene.problems
+        size = render.save(scene, args.output, title=net.name)
+    except render.PictureTooLarge as exc:
+        print(f"error: cannot draw {args.output}: {exc}", file=sys.stderr)
+        return 2
+    for problem in problems:
         print(f"{problem.severity}: {problem.name}: {problem.message}", file=sys.stderr)
-    size = render.save(scene, args.output, title=net.name)
     graph = scene.graph
     print(
         f"Wrote {args.output} ({size.width()}x{size.height()}): {len(graph.layers)} layers, "

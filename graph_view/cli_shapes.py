@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from engine.data_shapes import Hints, Shape, parse_shape
+from engine.data_shapes import Hints, Shape, parse_shape, reads_source
 from engine.errors import EngineError
 from graph_view import sidecar
 from graph_view.graph import Graph, build
@@ -36,6 +36,26 @@ def input_shapes(values: Sequence[str] | None) -> dict[str, Shape]:
         except ValueError as exc:
             raise EngineError(f"--input-shape {value}: {exc}") from None
     return shapes
+
+
+def check_typed(graph: Graph, typed: dict[str, Shape]) -> None:
+    """EngineError naming the first ``--input-shape`` blob that no data layer of ``graph`` makes
+    (the shape would be ignored: only a data layer whose source is absent takes one), and the ones
+    that are."""
+    data = list(dict.fromkeys(t for layer in graph.layers.values() if reads_source(layer) for t in layer.top))
+    net = f"the {_phase(graph.phase)} net"
+    for blob in typed:
+        if blob in data:
+            continue
+        if not data:
+            raise EngineError(
+                f"--input-shape {blob}: {net} has no Data, ImageData, HDF5Data or WindowData layer to "
+                "take a shape (an Input layer's shape is in its input_param)"
+            )
+        known = ", ".join(data)
+        raise EngineError(
+            f"--input-shape {blob}: '{blob}' is not a data blob of {net} (its data blobs: {known})"
+        )
 
 
 def hints_for(net_path: str, typed: dict[str, Shape]) -> Hints:
@@ -83,12 +103,7 @@ def run(args: argparse.Namespace) -> int:
     phase = caffe_pb2.TEST if str(getattr(args, "phase", "TRAIN")).upper() == "TEST" else caffe_pb2.TRAIN
     # Python layers' modules are not imported from the net's folder here (opening never runs code).
     graph = build(net, phase, bool(getattr(args, "splits", False)), (), hints_for(args.net, typed))
-    unused = sorted(set(typed) - {t for l in graph.layers.values() for t in l.top})
-    for blob in unused:
-        print(
-            f"warning: --input-shape {blob}: no layer of the {_phase(phase)} net makes a blob '{blob}'",
-            file=sys.stderr,
-        )
+    check_typed(graph, typed)
     for problem in validate(graph):
         kind = "warning" if problem.severity == WARNING else "error"
         print(f"{kind}: {problem.name}: {problem.message}", file=sys.stderr)

@@ -2,6 +2,10 @@
 
 The scene is the editor's own (same items, layout, sidecar positions), so ``main.py draw`` and
 the canvas cannot drift apart.
+
+Past what a picture can show it is refused in words (``PictureTooLarge``), never drawn unreadable
+or at the cost of gigabytes: more than ``MAX_BOXES`` boxes in any format, or a PNG that would have
+to shrink below ``MIN_SCALE`` to fit its pixel limits (a 20,000-layer chain: 1x12000 px).
 """
 
 from __future__ import annotations
@@ -22,7 +26,25 @@ MARGIN = 24
 # side or 24 megapixels (a ResNet-152 is then 0.75 px a unit: its names 9 px, readable when zoomed).
 MAX_SIDE = 12_000
 MAX_PIXELS = 24_000_000
+# Below this a box's name (12 units) is under 3 px: a PNG that small is a smear, not a picture.
+MIN_SCALE = 0.25
+# A scene costs ~15 kB a box and its SVG ~0.1 MB more while written: 5,000 boxes is ~0.5 GB
+# (ResNet-152 is 671 layers; a net of 30,000 boxes took 2.9 GB and crashed the renderer).
+MAX_BOXES = 5_000
 PNG_QUALITY = 80  # Qt's PNG "quality" is zlib's effort: 80 is level 1, a little bigger, many times faster
+
+
+class PictureTooLarge(ValueError):
+    """A picture past the limits above; ``str()`` is one line naming the limit and what to do."""
+
+
+def check_boxes(count: int, what: str = "the net") -> None:
+    """Refuse a picture of more than ``MAX_BOXES`` boxes before a scene is made for it."""
+    if count > MAX_BOXES:
+        raise PictureTooLarge(
+            f"{what} has {count:,} boxes, more than a picture can show ({MAX_BOXES:,}); "
+            "`main.py shapes` lists every layer"
+        )
 
 
 def make_scene(
@@ -81,10 +103,24 @@ def _source(scene: GraphScene, keys: list[str] | None = None) -> QRectF:
     return rect.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN)
 
 
+def png_scale(source: QRectF, scale: float = 2.0) -> float:
+    """Pixels a scene unit for a PNG of ``source``: ``scale``, less where the pixel limits need it;
+    PictureTooLarge when that is below MIN_SCALE."""
+    fitted = min(scale, MAX_SIDE / max(source.width(), source.height(), 1))
+    fitted = min(fitted, (MAX_PIXELS / max(source.width() * source.height(), 1)) ** 0.5)
+    if fitted < MIN_SCALE:
+        width, height = int(source.width() * MIN_SCALE), int(source.height() * MIN_SCALE)
+        raise PictureTooLarge(
+            f"a readable PNG of this net would be {width:,}x{height:,} px, past the limit of {MAX_SIDE:,} px "
+            f"a side and {MAX_PIXELS // 1_000_000} megapixels; draw it as .svg, or without the Split layers"
+        )
+    return fitted
+
+
 def save_png(scene: GraphScene, path: str, scale: float = 2.0, keys: list[str] | None = None) -> QSize:
+    check_boxes(len(keys) if keys else len(scene.nodes))
     source = _source(scene, keys)
-    scale = min(scale, MAX_SIDE / max(source.width(), source.height(), 1))
-    scale = min(scale, (MAX_PIXELS / max(source.width() * source.height(), 1)) ** 0.5)
+    scale = png_scale(source, scale)
     size = QSize(max(int(source.width() * scale), 1), max(int(source.height() * scale), 1))
     image = QImage(size, QImage.Format.Format_RGB32)  # opaque: no alpha channel to encode
     image.fill(QColor(style.BACKGROUND))
@@ -98,6 +134,7 @@ def save_png(scene: GraphScene, path: str, scale: float = 2.0, keys: list[str] |
 
 
 def save_svg(scene: GraphScene, path: str, title: str = "", keys: list[str] | None = None) -> QSize:
+    check_boxes(len(keys) if keys else len(scene.nodes))
     source = _source(scene, keys)
     size = QSize(int(source.width()), int(source.height()))
     generator = QSvgGenerator()

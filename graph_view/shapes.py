@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 import types
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -119,6 +120,16 @@ def _set_up(param: LayerParameter, bottoms: list[Blob], tops: list[Blob]) -> Lay
 # Set-up results by (layer, phase, bottom shapes): an edit usually changes one layer of many.
 _CACHE: OrderedDict[tuple, LayerShapes] = OrderedDict()
 _CACHE_SIZE = 4096
+# The canvas, the status bar's totals and the filler previews infer shapes in different threads.
+_CACHE_LOCK = threading.Lock()
+
+
+def _cached(key: tuple) -> LayerShapes | None:
+    with _CACHE_LOCK:
+        result = _CACHE.get(key)
+        if result is not None:
+            _CACHE.move_to_end(key)
+        return result
 
 
 def _blob(shape: Shape) -> Blob:
@@ -216,7 +227,7 @@ def _infer(
             continue
         bottom_shapes = tuple(shapes[name] for name in source.bottom)
         key = _key(source, phase, bottom_shapes, module_dirs)
-        result = _CACHE.get(key) if key else None
+        result = _cached(key) if key else None
         if result is None:
             param = LayerParameter()
             param.CopyFrom(source)
@@ -229,11 +240,10 @@ def _infer(
             if source.type == "Python":
                 result = _explain_python(source, result, module_dirs)
             if key:
-                _CACHE[key] = result
-                if len(_CACHE) > _CACHE_SIZE:
-                    _CACHE.popitem(last=False)
-        else:
-            _CACHE.move_to_end(key)
+                with _CACHE_LOCK:
+                    _CACHE[key] = result
+                    if len(_CACHE) > _CACHE_SIZE:
+                        _CACHE.popitem(last=False)
         results.append(result)
         for name, shape in zip(source.top, result.tops):
             if shape is None:

@@ -8,21 +8,24 @@ a text prototxt, an HDF5 snapshot, or a protobuf of another kind (nothing but un
 Size: Caffe raises its coded-stream limit to 2 GiB; the Python runtime (upb) has no limit of its
 own below that, and no message can be serialized beyond 2 GiB, so any caffemodel Caffe can write
 reads here (a VGG-16 caffemodel, 528 MB, parses in well under a second; copying its blobs into
-arrays is the caller's cost).
+arrays is the caller's cost). A file past 2 GiB, or past the memory free, is refused by its size;
+one past 16 MB is first checked by its head (not HDF5, not text, a first field the message has)
+before the rest is read.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import TypeVar
+from typing import TypeVar, cast
 
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from proto import caffe_pb2
 from proto.atomic import write_bytes_atomic
 from proto.errors import FormatError
-from proto.inputs import open_regular
+from proto.inputs import check_size, open_regular
 from proto.textio import looks_binary, looks_like_prototxt, missing_required_fields, parse_text
 from proto.upgrade import upgrade_net_as_needed
 
@@ -31,6 +34,22 @@ PathLike = str | os.PathLike[str]
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _DECODE_PREFIX = re.compile(r"^Error parsing message(?: with type '[^']*')?\s*:?\s*")
+# Past this size a file is checked by its first bytes before it is read whole; a smaller one is
+# parsed at once, and the parser's own verdict is the more precise one.
+HEAD_CHECK_PAST = 16 * 2**20
+_HEAD = 1 << 16
+_WIRE = {
+    FieldDescriptor.TYPE_DOUBLE: 1,
+    FieldDescriptor.TYPE_FIXED64: 1,
+    FieldDescriptor.TYPE_SFIXED64: 1,
+    FieldDescriptor.TYPE_FLOAT: 5,
+    FieldDescriptor.TYPE_FIXED32: 5,
+    FieldDescriptor.TYPE_SFIXED32: 5,
+    FieldDescriptor.TYPE_STRING: 2,
+    FieldDescriptor.TYPE_BYTES: 2,
+    FieldDescriptor.TYPE_MESSAGE: 2,
+    FieldDescriptor.TYPE_GROUP: 3,
+}
 
 
 def parse_binary(data: bytes, message_type: type[M], path: PathLike = "<bytes>") -> M:
@@ -53,10 +72,49 @@ def parse_binary(data: bytes, message_type: type[M], path: PathLike = "<bytes>")
     return message
 
 
+def first_field_problem(head: bytes, descriptor: Descriptor) -> str | None:
+    """Why ``head`` cannot start a binary message of ``descriptor``'s type (its first tag names no
+    field of it, or with the wrong wire type), or None."""
+    tag, shift = 0, 0
+    for byte in head[:10]:
+        tag |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            break
+    else:
+        return "its first bytes are no protobuf field tag"
+    number, wire = tag >> 3, tag & 7
+    field = descriptor.fields_by_number.get(number)
+    if field is None:
+        return f"its first field (number {number}) is not one a {descriptor.name} has"
+    packed = field.is_repeated and wire == 2
+    if wire != _WIRE.get(field.type, 0) and not packed:
+        return f"its first field, {field.name}, is stored as the wrong kind (wire type {wire})"
+    return None
+
+
+def _read_whole(path: PathLike, descriptor: Descriptor, *, text_allowed: bool = False) -> bytes:
+    """The file's bytes, refused by size and, for a large one, by its head before the rest is read."""
+    what = f"not a binary {descriptor.name}"
+    with open_regular(path, "binary", f"a binary {descriptor.name}") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= HEAD_CHECK_PAST:
+            return f.read()
+        head = f.read(_HEAD)
+        if head.startswith(_HDF5_SIGNATURE):
+            raise FormatError(path, f"{what}: this is an HDF5 file (Caffe's .h5 snapshot format)")
+        if looks_like_prototxt(head[: head.rfind(b"\n") + 1] or head):
+            if not text_allowed:
+                raise FormatError(path, f"{what}: looks like a text prototxt")
+            check_size(path, size, "text", "a prototxt")
+        elif (problem := first_field_problem(head, descriptor)) is not None:
+            raise FormatError(path, f"{what}: {problem} (another kind of file?)")
+        return head + f.read()
+
+
 def read_binary(path: PathLike, message_type: type[M]) -> M:
     """Read a binary file as ``message_type``; OSError passes through, bad content is FormatError."""
-    with open_regular(path) as f:
-        data = f.read()
+    data = _read_whole(path, cast(Descriptor, message_type.DESCRIPTOR))
     if not data:
         raise FormatError(path, f"not a binary {message_type.DESCRIPTOR.name}: the file is empty")
     return parse_binary(data, message_type, path)
@@ -82,8 +140,7 @@ def read_net_any(path: PathLike, *, upgrade: bool = True) -> caffe_pb2.NetParame
     Caffe's ``copy_from`` takes binary only; accepting text too lets ``--weights`` name a
     prototxt that carries ``blobs``. A file without NUL or control bytes is read as text.
     """
-    with open_regular(path) as f:
-        data = f.read()
+    data = _read_whole(path, cast(Descriptor, caffe_pb2.NetParameter.DESCRIPTOR), text_allowed=True)
     if not data:
         raise FormatError(path, "not a NetParameter: the file is empty")
     if looks_binary(data):

@@ -36,7 +36,7 @@ def run(args: list[str]) -> int:
         return 2
     source, target = args
     try:
-        with open_regular(source) as f:
+        with open_regular(source, "binary", "a net, a solver or a caffemodel") as f:
             data = f.read()
         if looks_binary(data):
             steps, problems = _upgrade_caffemodel(data, source, target)

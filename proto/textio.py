@@ -31,6 +31,7 @@ from google.protobuf.message import Message
 
 from proto import caffe_pb2, unknown_fields
 from proto.atomic import write_text_atomic
+from proto.depth import depth_problem
 from proto.errors import FormatError, UnknownFieldsError
 from proto.inputs import open_regular
 from proto.upgrade import upgrade_net_as_needed, upgrade_snapshot_prefix, upgrade_solver_as_needed
@@ -98,6 +99,9 @@ def parse_text(
     """
     if isinstance(text, bytes):
         text = decode_text(text, path)
+    deep = depth_problem(text)  # before the parsers below recurse into it
+    if deep is not None:
+        raise FormatError(path, *deep)
     message = message_type()
     try:
         text_format.Parse(text, message)
@@ -134,7 +138,7 @@ def missing_required_fields(message: Message) -> str:
 
 def read_text(path: PathLike, message_type: type[M], *, drop_unknown: bool = False) -> M:
     """Read a text file as ``message_type``; OSError passes through, bad content is FormatError."""
-    with open_regular(path) as f:  # a FIFO or a device is refused, not waited on
+    with open_regular(path, "text", "a prototxt") as f:  # a FIFO or a device is refused, not waited on
         data = f.read()
     return parse_text(data, message_type, path, drop_unknown=drop_unknown)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.fillers import budget
 from app.fillers.slots import slots
 from engine import pymodules, rng
 from engine.data_shapes import as_inputs, reads_source
@@ -150,6 +151,11 @@ def initialise(
         param, phase, assumed or {}
     )
     try:
+        params, _blobs = budget.values(built_from, phase, module_dirs)  # the blobs stay untouched zeros
+        refused = budget.refusal(params, 4, "Drawing the parameters up to this layer")
+        if refused is not None:
+            result.error = f"{refused}; `main.py fill` draws them without the window"
+            return result
         with pymodules.importing_from(module_dirs, pymodules.module_names(param)):
             net = build(built_from, phase, seed, stand_ins)
     except Exception as e:  # any layer's refusal: the panel shows it and keeps the last shapes

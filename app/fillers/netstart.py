@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.fields import get_field
+from app.fillers import budget
 from app.fillers.draws import close
 from app.fillers.slots import slots
 from engine import pymodules
@@ -75,6 +76,11 @@ def probe(
     result = Probe(label or "the net's own fillers")
     filler = CHOICES.get(result.label)
     try:
+        params, blobs = budget.values(param, phase, module_dirs)
+        # data and gradient of every weight and blob, 4 bytes each
+        result.error = budget.refusal(2 * (params + blobs), 4, "One batch forward and backward")
+        if result.error is not None:
+            return result
         with seeded(seed), pymodules.importing_from(module_dirs, pymodules.module_names(param)):
             net = Net(with_weights(param, filler), phase=phase, xp=np)
             try:

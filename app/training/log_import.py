@@ -4,7 +4,8 @@ train.py) read back as a finished Run, so the training dock plots it like one of
 What is read: the solver printed after "Initializing solver from parameters:" (for the run's
 settings and max_iter), `Iteration N (...), loss = X` (the smoothed loss), `Iteration N, lr = X`,
 `Iteration N, Testing net (#K)` followed by `Test net output #J: NAME = X`, and the lines' clock
-times for the seconds axis. Nothing in the file is executed; unreadable lines are skipped.
+times for the seconds axis. Nothing in the file is executed; unreadable lines are skipped. A FIFO,
+a device, a file past 512 MB or a solver block nested past any Caffe solver is refused (LogError).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from app.training.job import TrainingJob
 from app.training.run import Run
 from engine.events import RunStatus
 from proto import caffe_pb2
+from proto.depth import depth_problem
+from proto.inputs import open_regular
 
 PREFIX = re.compile(r"^[IWEF](\d{4}) (\d\d):(\d\d):(\d\d)\.(\d+)\s+\d+ [^\]]*\] ?(.*)$")
 LOSS = re.compile(r"^Iteration (\d+)(?: \([^)]*\))?, loss = (\S+)")
@@ -41,8 +44,8 @@ def _seconds(match: re.Match[str]) -> float:
 def read_run(path: str, number: int) -> Run:
     """The run a log file records (LogError when it records no iteration)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
+        with open_regular(path, "text", "a training log") as f:  # a FIFO would hang the window
+            lines = f.read().decode("utf-8", errors="replace").splitlines()
     except OSError as exc:
         raise LogError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     messages: list[tuple[float | None, str]] = []
@@ -59,7 +62,7 @@ def read_run(path: str, number: int) -> Run:
         seconds = (t - start) % 86400 if t is not None else 0.0  # a run past midnight keeps counting up
         if solver_lines is not None:
             if SOLVER_END.match(message):
-                solver = _solver("\n".join(solver_lines))
+                solver = _solver("\n".join(solver_lines), path)
                 solver_lines = None
             else:
                 solver_lines.append(message)
@@ -100,7 +103,10 @@ def _number(text: str) -> float:
         return float("nan")
 
 
-def _solver(text: str) -> caffe_pb2.SolverParameter:
+def _solver(text: str, path: str) -> caffe_pb2.SolverParameter:
+    deep = depth_problem(text)  # protobuf's parser would recurse into it
+    if deep is not None:
+        raise LogError(f"{path}: the solver it prints has {deep[0]}")
     try:
         return text_format.Parse(text, caffe_pb2.SolverParameter(), allow_unknown_field=True)
     except text_format.ParseError:

@@ -7,6 +7,14 @@ one) shares one read-only environment, counted, each with its own transaction an
 environment closes when its last source is closed or dropped, and at interpreter exit only after
 every prefetch thread has been joined (engine.data.teardown). LEVELDB, Caffe's other backend, is not
 supported: the error says so and how to convert.
+
+Another process may be writing the database while it is read (``convert_imageset`` still running):
+as Caffe, the environment is opened read-only *with* LMDB's reader lock, so the writer never reuses
+the pages a reader's transaction still sees (without it, lmdb aborted with ``Assertion
+'IS_BRANCH' failed``). Each source's transaction is renewed whenever its cursor wraps to the first
+record, so a long training run does not pin the writer's old pages for good, and the records
+written since are read in the next pass. A database in a folder nobody may write (no lock file can
+be made, and no writer can be at work there) is opened without the lock.
 """
 
 from __future__ import annotations
@@ -35,12 +43,19 @@ def _acquire(path: Path) -> tuple[str, lmdb.Environment]:
     with _envs_lock:
         entry = _envs.get(key)
         if entry is None:
-            env = lmdb.open(
-                key, subdir=path.is_dir(), readonly=True, lock=False, readahead=False, max_readers=126
-            )
-            entry = _envs[key] = [env, 0]
+            entry = _envs[key] = [_open(lmdb, key, path.is_dir()), 0]
         entry[1] += 1
         return key, entry[0]
+
+
+def _open(lmdb, key: str, subdir: bool) -> lmdb.Environment:
+    try:
+        return lmdb.open(key, subdir=subdir, readonly=True, lock=True, readahead=False, max_readers=126)
+    except lmdb.Error:
+        folder = key if subdir else os.path.dirname(key)
+        if os.access(folder, os.W_OK):
+            raise  # not a lock file that cannot be made: a real problem, said by the caller
+        return lmdb.open(key, subdir=subdir, readonly=True, lock=False, readahead=False, max_readers=126)
 
 
 def _release(key: str, reader: _Reader) -> None:
@@ -103,24 +118,34 @@ class LMDBSource:
                 records.append((bytes(cursor.key()), bytes(cursor.value())))
                 self._reader.at += 1
                 if not cursor.next():
-                    cursor.first()
-                    self._reader.at = 0
+                    cursor = self._renew()
             return records
         except lmdb.Error as exc:
             raise DataError(f"cannot read the LMDB {self.path}: {exc}") from exc
 
+    def _renew(self) -> lmdb.Cursor:
+        """A new transaction and cursor at the first record, and the count as of now: the old
+        transaction's pages go back to a writer, and records it has added since are read."""
+        reader = self._reader
+        reader.close()
+        reader.txn = self._env.begin(buffers=True)
+        reader.cursor = reader.txn.cursor()
+        reader.at = 0
+        count = int(reader.txn.stat(self._env.open_db())["entries"])
+        if count:  # records are only ever added while we read; an emptied database keeps the last count
+            self.count = count
+        if not reader.cursor.first():
+            raise DataError(f"the LMDB {self.path} holds no records any more")
+        return reader.cursor
+
     def _seek(self, index: int) -> lmdb.Cursor:
         reader = self._reader
-        if reader.cursor is None:
-            reader.txn = self._env.begin(buffers=True)
-            reader.cursor = reader.txn.cursor()
-            reader.cursor.first()
-            reader.at = 0
-        if index < reader.at:
-            reader.cursor.first()
-            reader.at = 0
+        if reader.cursor is None or index < reader.at:
+            self._renew()
+        assert reader.cursor is not None
         while reader.at < index:
-            reader.cursor.next()
+            if not reader.cursor.next():  # fewer records than counted: start the pass again
+                return self._renew()
             reader.at += 1
         return reader.cursor
 

@@ -15,6 +15,8 @@ def inner_product(c: LayerContext) -> None:
     """y = x W^T + b with x read as (M, K) around ``axis``; W is (K, N) when ``transpose``."""
     g, layer = c.g, c.layer
     axis = layer.axis  # type: ignore[attr-defined]
+    if axis == 0:
+        c.no_free_batch("its weights span the batch axis (axis: 0)")
     shape = c.bottom_shapes[0]
     flat = c.x if (len(shape) == 2 and axis == 1) else g.op("Flatten", c.x, axis=axis)
     operands = c.params[:2] if layer.bias_term else c.params[:1]  # type: ignore[attr-defined]
@@ -75,6 +77,8 @@ def reduction(c: LayerContext) -> None:
     g, layer = c.g, c.layer
     ndim = len(c.bottom_shapes[0])
     axis = len(c.top_shapes[0])  # Caffe reduces every axis from `axis` on
+    if axis == 0 and layer.op == Op.MEAN:  # type: ignore[attr-defined]
+        c.no_free_batch("its MEAN over the batch axis divides by the batch the net was exported at")
     x = c.x
     if layer.op == Op.ASUM:  # type: ignore[attr-defined]
         x = g.op("Abs", x)

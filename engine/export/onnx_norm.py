@@ -65,6 +65,7 @@ def scale(c: LayerContext) -> None:
         factor, factor_shape, bias_index = c.bottoms[1], c.bottom_shapes[1], 0
     else:
         factor, factor_shape, bias_index = c.params[0], c.param_arrays[0].shape, 1
+        _no_learned_batch(c, factor_shape, p.axis)
     s = _operand(c, factor, tuple(factor_shape), p.axis)
     if not p.bias_term:
         g.op("Mul", c.x, s, out=c.y)
@@ -79,7 +80,14 @@ def bias(c: LayerContext) -> None:
         b, shape = c.bottoms[1], tuple(c.bottom_shapes[1])
     else:
         b, shape = c.params[0], c.param_arrays[0].shape
+        _no_learned_batch(c, shape, c.p.bias_param.axis)
     c.g.op("Add", c.x, _operand(c, b, shape, c.p.bias_param.axis), out=c.y)
+
+
+def _no_learned_batch(c: LayerContext, shape: tuple[int, ...], axis: int) -> None:
+    """A learned blob laid from the batch axis on has one entry per example of the export-time batch."""
+    if shape and axis % len(c.bottom_shapes[0]) == 0:
+        c.no_free_batch(f"its learned {c.p.type.lower()} spans the batch axis (axis: {axis})")
 
 
 @maps("MVN")

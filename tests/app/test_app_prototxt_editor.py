@@ -115,3 +115,13 @@ def test_commit_now_and_revert(qtbot, editor, doc):
 )
 def test_highlighter_kinds(editor, line, position, kind):
     assert editor.highlighter.kind_at(line, position) == kind
+
+
+def test_text_nested_thousands_deep_is_marked_not_a_crash(qtbot, editor, doc):
+    """#30 case 2 in the Prototxt tab: 3,000 nested blocks raised RecursionError from the parser."""
+    before = doc.net.SerializeToString()
+    deep = NET + 'layer { name: "r" type: "ReLU" ' + "include { " * 3000 + "} " * 3000 + "}\n"
+    editor.edit.setPlainText(deep)
+    qtbot.waitUntil(lambda: editor.error is not None)
+    assert "nested more than 100 deep" in editor.status.text()
+    assert doc.net.SerializeToString() == before and editor.text == deep  # the net kept, the text too

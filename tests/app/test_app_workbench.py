@@ -9,7 +9,8 @@ from app.about import AboutDialog, versions
 from app.examples import examples
 from app.files import EXAMPLES
 from app.main_window import MainWindow
-from app.net_stats import human, net_totals
+from app.net_stats import net_totals
+from graph_view.summary import count
 from proto.textio import read_net
 
 BROKEN_SOURCE = """name: "needs data"
@@ -34,7 +35,7 @@ def test_status_bar_totals_follow_the_net(qtbot, window, tmp_path):
     assert window.open_file(EXAMPLES / "mlp.prototxt")
     expected = net_totals(read_net(EXAMPLES / "mlp.prototxt"))
     qtbot.waitUntil(lambda: totals.totals == expected, timeout=10_000)
-    assert f"{human(expected.params)} params" in totals.text() and "FLOPs" in totals.text()
+    assert f"{count(expected.params)} params" in totals.text() and "FLOPs" in totals.text()
     assert f"{expected.params:,}" in totals.toolTip()
 
     broken = tmp_path / "broken.prototxt"

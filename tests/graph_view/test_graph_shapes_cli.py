@@ -125,11 +125,17 @@ def test_a_malformed_input_shape_is_one_line_and_exit_2(tmp_path, capsys, flag, 
     assert err.count("\n") == 1 and err.startswith(f"error: --input-shape {flag}: ") and words in err
 
 
-def test_an_input_shape_for_no_blob_is_a_warning(tmp_path, capsys):
+@pytest.mark.parametrize("command", ["shapes", "draw"])
+@pytest.mark.parametrize("blob", ["dta", "conv1"])  # no blob at all; a blob a convolution makes
+def test_an_input_shape_for_no_data_blob_is_refused_in_one_line(tmp_path, capsys, command, blob):
+    """#32 case 11: the shape was silently ignored; now it is refused, naming the data blobs."""
     path = write_cifar(tmp_path, deploy=False)
-    assert main.main(["shapes", str(path), "--input-shape", "dta=1,3,32,32"]) == 0
-    err = capsys.readouterr().err
-    assert "warning: --input-shape dta: no layer of the TRAIN net makes a blob 'dta'" in err
+    out = [str(tmp_path / "cifar.svg")] if command == "draw" else []
+    assert main.main([command, str(path), *out, "--input-shape", f"{blob}=1,3,32,32"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    words = "is not a data blob of the TRAIN net (its data blobs: data, label)"
+    assert err == [f"error: --input-shape {blob}: '{blob}' {words}"]
+    assert not (tmp_path / "cifar.svg").exists()
 
 
 def test_draw_follows_the_same_rules(tmp_path, capsys):
@@ -141,3 +147,12 @@ def test_draw_follows_the_same_rules(tmp_path, capsys):
     text = out.read_text()
     assert "100×32×32×32" in text and "100×10" in text  # the wires carry the shapes
     assert "assumed" in text  # and the data layer says its shapes are assumed
+
+
+def test_an_input_shape_for_a_net_without_data_layers_says_so(tmp_path, capsys):
+    lenet = REPO / "resources" / "examples" / "mnist" / "lenet.prototxt"  # an Input layer, no data layer
+    assert main.main(["shapes", str(lenet), "--input-shape", "data=1,1,28,28"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --input-shape data: the TRAIN net has no Data, ImageData, HDF5Data or WindowData layer "
+        "to take a shape (an Input layer's shape is in its input_param)"
+    )

@@ -100,7 +100,10 @@ class LMDBRecords(Records):
     def __init__(self, path: str, color: bool | None) -> None:
         import lmdb
 
-        self.env = lmdb.open(path, readonly=True, lock=False, readahead=False, max_readers=64)
+        try:  # with the reader lock, as Caffe: a process still writing it never reuses pages read here
+            self.env = lmdb.open(path, readonly=True, lock=True, readahead=False, max_readers=64)
+        except lmdb.Error:  # a folder where no lock file can be made: no writer is at work there
+            self.env = lmdb.open(path, readonly=True, lock=False, readahead=False, max_readers=64)
         with self.env.begin() as txn:
             self.keys = [key for key, _ in txn.cursor()]
         self.color = color
