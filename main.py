@@ -112,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", default="", help="a .caffemodel to export (default: the fillers')")
     p.add_argument("--phase", choices=PHASES, default="TEST")
     p.add_argument("--dynamic-batch", action="store_true", help="ONNX: leave the batch axis free")
+    p.add_argument("--force", action="store_true", help="--solver: replace a package written there earlier")
     for name, subparser in sub.choices.items():  # every command that reads a prototxt
         if name != "device_query":
             subparser.add_argument(
