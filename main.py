@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p.add_argument("--phase", choices=PHASES, default="TRAIN")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("output")
+    p.add_argument("output", help="OUT.npz, OUT.caffemodel or OUT.caffemodel.h5 (the name says the format)")
 
     p = sub.add_parser("export", help="the net as ONNX or a PyTorch module, or a torchrun training package")
     p.add_argument("paths", nargs="*", metavar="PATH", help="NET OUT.onnx|OUT.py, or OUT_DIR")
