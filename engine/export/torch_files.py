@@ -21,7 +21,7 @@ from proto.atomic import WriteError, atomic_file
 # What the generated module imports (torch_codegen.IMPORTS) and what the package's files import:
 # a module of these names beside them would be imported in their place.
 IMPORTED = {"torch", "numpy", "math", "os", "typing", "google", "lmdb", "h5py", "PIL", "caffe_pb2", "onnx"}
-PACKAGE_MODULES = {"train", "model", "caffe_solver", "caffe_data", "caffe_files"}
+PACKAGE_MARKER = ".barista-package"  # marks a folder export --solver wrote, which --force may replace
 
 
 class _Recording(io.RawIOBase):

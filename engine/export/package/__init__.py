@@ -27,13 +27,13 @@ from google.protobuf import text_format
 from engine.export import ExportError, needs
 from engine.export.torch_args import INPUT_TYPES
 from engine.export.torch_codegen import IMPORTS, ExportedNet, describe, doc_text, library_source, net_source
-from engine.export.torch_files import save_state
+from engine.export.torch_files import PACKAGE_MARKER, save_state
 from engine.export.torch_module import state_dict
 from engine.net import Net
 from proto import caffe_pb2
 from proto.atomic_folder import atomic_folder, folder_state
 
-MARKER = ".barista-package"  # marks a folder export --solver wrote, which --force may replace
+MARKER = PACKAGE_MARKER
 MARKER_HEADING = "Barista training package: `export --solver ... --force` rewrites the files below"
 FILES = ("train.py", "caffe_solver.py", "caffe_data.py", "caffe_files.py")
 HERE = Path(__file__).resolve().parent
