@@ -248,3 +248,50 @@ def test_the_packages_train_py_refuses_bad_weights_and_snapshots_in_one_line(fol
         )
         errors = [line for line in done.stderr.splitlines() if not GLOG_INFO.match(line)]
         assert done.returncode == 2 and len(errors) == 1 and errors[0].startswith(expected), done.stderr
+
+
+KILLED = """
+import sys, time
+from engine.export import torch_files
+from engine.export.package import export_package
+
+def stall(self, data):
+    print("writing weights.pt", flush=True)
+    time.sleep(600)
+
+torch_files._Recording.write = stall
+export_package(sys.argv[1], sys.argv[2], force=True)
+"""
+
+
+def test_kill_9_while_the_weights_are_written_leaves_the_previous_package(folder, capsys):
+    """Killed at weights.pt (it was left 0 bytes long, the previous package ruined): the previous
+    package is whole, the half-written one is a temporary folder the next export removes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = folder / "pkg"
+    assert package(capsys, folder, out)[0] == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    repo = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(folder / "solver.prototxt"), str(out)],
+        cwd=folder,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "writing weights.pt\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    (left,) = [p for p in folder.iterdir() if p.name.startswith(".pkg.")]
+    old = time.time() - 2 * atomic.STALE_AFTER_S  # as the next export finds it a while later
+    os.utime(left, (old, old))
+    assert package(capsys, folder, out, "--force")[0] == 0
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
