@@ -116,3 +116,19 @@ def test_the_command_line_refuses_in_one_line_while_another_process_trains(tmp_p
 
 def _started(folder: Path) -> str:
     return (folder / "run.lock").read_text().strip().split("started ", 1)[1]
+
+
+def test_the_apps_trainer_reports_the_refusal_as_its_failure(tmp_path):
+    """The window's training worker runs engine.trainer.Trainer: the second run fails with the line."""
+    from engine.events import Failed
+    from engine.trainer import Trainer
+
+    (tmp_path / "snap").mkdir()
+    first = solver(tmp_path)
+    events: list[object] = []
+    with first.prefix_lock:
+        assert not Trainer(lambda: solver(tmp_path), events.append).run()
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert (
+        len(failed) == 1 and "another training" in failed[0].message and "snap/run.lock" in failed[0].message
+    )
