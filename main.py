@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p.add_argument("--phase", choices=PHASES, default="TRAIN")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("output")
+    p.add_argument("output", help="OUT.npz, OUT.caffemodel or OUT.caffemodel.h5 (the name says the format)")
 
     p = sub.add_parser("export", help="the net as ONNX or a PyTorch module, or a torchrun training package")
     p.add_argument("paths", nargs="*", metavar="PATH", help="NET OUT.onnx|OUT.py, or OUT_DIR")
@@ -123,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", default="", help="a .caffemodel to export (default: the fillers')")
     p.add_argument("--phase", choices=PHASES, default="TEST")
     p.add_argument("--dynamic-batch", action="store_true", help="ONNX: leave the batch axis free")
+    p.add_argument("--force", action="store_true", help="--solver: replace a package written there earlier")
     for name, subparser in sub.choices.items():  # every command that reads a prototxt
         if name != "device_query":
             subparser.add_argument(

@@ -8,10 +8,13 @@ method so tests can answer the file dialog.
 
 from __future__ import annotations
 
+import errno
+import itertools
 import os
 import re
 import shlex
 import tempfile
+from collections.abc import Iterator
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
@@ -26,6 +29,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -34,7 +38,10 @@ from PySide6.QtWidgets import (
 
 from app import netio
 from app.training.job import absolutize_data_paths, document_folder, make_job
+from engine.export.torch_files import PACKAGE_MARKER as MARKER
+from engine.export.torch_files import shadowing
 from proto import caffe_pb2
+from proto.atomic_folder import OURS, folder_state
 
 KINDS = {
     "onnx": ("Export as ONNX", ".onnx", "ONNX model (*.onnx)"),
@@ -45,10 +52,38 @@ INSTALL = "pip install -e '.[export]'"
 
 
 def default_output(doc, kind: str) -> str:
+    """Beside the net, named after it, and holding nothing yet: ``train.prototxt``'s module is not the
+    user's own ``train.py`` (nor a name that shadows a library, ``test.py``); a package folder may be
+    an earlier package of ours (the export then asks before replacing it)."""
     stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(doc.net_path or doc.net.name or "net"))[0])
     stem = stem if stem and not stem[0].isdigit() else f"net_{stem}"
+    if kind != "package" and shadowing(stem):
+        stem += "_net"
     folder = document_folder(doc)
-    return os.path.join(folder, f"{stem}_torchrun" if kind == "package" else stem + KINDS[kind][1])
+    base = f"{stem}_torchrun" if kind == "package" else stem
+    suffixes = {"torch": (".py", ".pt"), "onnx": (".onnx",), "package": ("",)}[kind]
+    for name in _candidates(base, kind):
+        paths = [os.path.join(folder, name + suffix) for suffix in suffixes]
+        if not any(os.path.lexists(path) for path in paths) or (kind == "package" and _ours(paths[0])):
+            return paths[0]
+    raise AssertionError("unreachable")
+
+
+def _candidates(base: str, kind: str) -> Iterator[str]:
+    """train, train_net, train_net2, ... (train.py is the user's); train_torchrun, train_torchrun2, ..."""
+    yield base
+    more = "" if kind == "package" else "_net"
+    if more:
+        yield base + more
+    for n in itertools.count(2):
+        yield f"{base}{more}{n}"
+
+
+def _ours(folder: str) -> bool:
+    try:
+        return folder_state(folder, MARKER, force=True) == OURS
+    except OSError:
+        return False
 
 
 class ExportDialog(QDialog):
@@ -184,9 +219,13 @@ class ExportDialog(QDialog):
         if not out:
             self.status.setText("Choose where to write it.")
             return False
+        force = self._replace_asked(out)
+        if force is None:
+            self.status.setText("Not exported: choose another name, or let it replace the one there.")
+            return False
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
-            message = self._export(out, self.weights.text().strip() or None)
+            message = self._export(out, self.weights.text().strip() or None, force)
             ok = True
         except ModuleNotFoundError as exc:
             if (exc.name or "").startswith("engine"):
@@ -201,12 +240,37 @@ class ExportDialog(QDialog):
         self.status.setText(message)
         return ok
 
-    def _export(self, out: str, weights: str | None) -> str:
+    def ask_replace(self, question: str) -> bool:
+        answer = QMessageBox.question(self, self.windowTitle(), question)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _replace_asked(self, out: str) -> bool | None:
+        """False: nothing there to replace; True: the user agreed to replace it; None: they did not.
+        A folder of the user's own is not asked about: the exporter refuses it, in words."""
+        if self.kind == "package":
+            try:
+                folder_state(out, MARKER)
+            except OSError as exc:
+                if exc.errno != errno.EEXIST:
+                    return False
+                question = f"{out} holds a training package written earlier. Replace it?"
+                return True if self.ask_replace(question) else None
+            return False
+        stem = os.path.splitext(out)[0]
+        there = [p for p in (out, stem + ".pt" if self.kind == "torch" else "") if p and os.path.lexists(p)]
+        if not there:
+            return False
+        names = " and ".join(os.path.basename(p) for p in there)
+        verb = "exists" if len(there) == 1 else "exist"
+        question = f"{names} already {verb} in {os.path.dirname(out) or '.'}. Replace?"
+        return True if self.ask_replace(question) else None
+
+    def _export(self, out: str, weights: str | None, force: bool = False) -> str:
         if self.kind == "package":
             from engine.export.package import export_package
 
             job = make_job(self.doc)
-            export_package("", out, weights=weights, param=job.solver)
+            export_package("", out, weights=weights, param=job.solver, force=force)
             self.update_command()
             return f"Wrote the package to {out}. Run it with the command above (rank 0 logs to stderr)."
         net = caffe_pb2.NetParameter()

@@ -1,8 +1,10 @@
 """``main.py draw NET OUT.png|svg [--splits] [--phase P]``: the editor's picture, without a window.
 
-Problems the editor would badge are printed as warnings; the picture is still written (that is
-when a picture helps most). Bad input (no such net, a prototxt that does not parse, an output
-that is neither .png nor .svg) ends with one line on stderr and exit code 2.
+Problems the editor would badge are printed on stderr; the picture is still written (that is when
+a picture helps most), and the exit code is then 2 when one of them is an error (as ``main.py
+shapes``), 0 for warnings alone. Bad input (no such net, a prototxt that does not parse, an output
+that is neither .png nor .svg, a link or a folder at the output) ends with one line on stderr and
+exit code 2, nothing written. The output is written as named, bytes that are not UTF-8 included.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import sys
 def run(args: argparse.Namespace) -> int:
     ext = os.path.splitext(args.output)[1].lower()
     if ext not in (".png", ".svg"):
-        print(f"error: cannot draw to '{args.output}': the output must end in .png or .svg", file=sys.stderr)
+        shown = args.output.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        print(f"error: cannot draw to '{shown}': the output must end in .png or .svg", file=sys.stderr)
         return 2
     from graph_view.cli_shapes import check_typed, input_shapes
     from proto.textio import read_net
@@ -27,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     from graph_view import render
     from graph_view.graph import box_count
+    from graph_view.validation import ERROR
     from proto import caffe_pb2
 
     app = QApplication.instance() or QApplication(["main.py draw"])  # noqa: F841  (kept for the render)
@@ -45,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{problem.severity}: {problem.name}: {problem.message}", file=sys.stderr)
     graph = scene.graph
     print(
-        f"Wrote {args.output} ({size.width()}x{size.height()}): {len(graph.layers)} layers, "
+        f"Wrote {render.shown(args.output)} ({size.width()}x{size.height()}): {len(graph.layers)} layers, "
         f"{len(graph.nodes)} boxes, {len(scene.problems)} problem{'s' * (len(scene.problems) != 1)}"
     )
-    return 0
+    return 2 if any(p.severity == ERROR for p in scene.problems) else 0

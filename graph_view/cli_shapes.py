@@ -5,7 +5,9 @@ parameters, forward FLOPs per image, exactly what the editor's boxes and wires s
 the editor's own ``graph.build`` with the same data hints (the shapes recorded in the layout sidecar,
 a deploy net beside the file, the layer's own fields; ``--input-shape`` as typed in the inspector).
 A shape that rests on an assumption instead of the data is marked ``*`` and explained below the
-table; an unknown one is ``?``. Warnings go to stderr, as ``main.py draw`` prints them. Qt-free.
+table; an unknown one is ``?``. Warnings go to stderr, as ``main.py draw`` prints them. Exit code 2
+when a problem is an error (a layer that cannot be shaped, an unknown type, a missing bottom), after
+the table; warnings alone (data not read, shapes assumed) leave it 0. Qt-free.
 """
 
 from __future__ import annotations
@@ -104,11 +106,13 @@ def run(args: argparse.Namespace) -> int:
     # Python layers' modules are not imported from the net's folder here (opening never runs code).
     graph = build(net, phase, bool(getattr(args, "splits", False)), (), hints_for(args.net, typed))
     check_typed(graph, typed)
+    errors = 0
     for problem in validate(graph):
         kind = "warning" if problem.severity == WARNING else "error"
+        errors += kind == "error"
         print(f"{kind}: {problem.name}: {problem.message}", file=sys.stderr)
     print("\n".join(table(graph)))
-    return 0
+    return 2 if errors else 0  # the table is printed either way; a script can tell a net Caffe refuses
 
 
 def _phase(phase: int) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QRectF, QSize
+from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 
@@ -20,6 +20,7 @@ from graph_view import sidecar, style
 from graph_view.cli_shapes import hints_for
 from graph_view.scene import GraphScene
 from proto import caffe_pb2
+from proto.atomic import check_target, write_bytes_atomic
 
 MARGIN = 24
 # A picture a viewer can show: 2 px a scene unit for a normal net, never past 12,000 px on its long
@@ -117,7 +118,7 @@ def png_scale(source: QRectF, scale: float = 2.0) -> float:
     return fitted
 
 
-def save_png(scene: GraphScene, path: str, scale: float = 2.0, keys: list[str] | None = None) -> QSize:
+def png_bytes(scene: GraphScene, scale: float = 2.0, keys: list[str] | None = None) -> tuple[bytes, QSize]:
     check_boxes(len(keys) if keys else len(scene.nodes))
     source = _source(scene, keys)
     scale = png_scale(source, scale)
@@ -128,38 +129,51 @@ def save_png(scene: GraphScene, path: str, scale: float = 2.0, keys: list[str] |
     painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
     scene.render(painter, QRectF(0, 0, size.width(), size.height()), source)
     painter.end()
-    if not image.save(path, "PNG", PNG_QUALITY):
-        raise OSError(f"cannot write {path}")
-    return size
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG", PNG_QUALITY):
+        raise OSError("the picture could not be encoded as PNG")
+    return bytes(buffer.data().data()), size
 
 
-def save_svg(scene: GraphScene, path: str, title: str = "", keys: list[str] | None = None) -> QSize:
+def svg_bytes(scene: GraphScene, title: str, keys: list[str] | None = None) -> tuple[bytes, QSize]:
     check_boxes(len(keys) if keys else len(scene.nodes))
     source = _source(scene, keys)
     size = QSize(int(source.width()), int(source.height()))
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     generator = QSvgGenerator()
-    generator.setFileName(path)
+    generator.setOutputDevice(buffer)
     generator.setSize(size)
     generator.setViewBox(QRectF(0, 0, size.width(), size.height()))
-    generator.setTitle(title or os.path.basename(path))
+    generator.setTitle(title)
     generator.setDescription("Drawn by Barista")
     painter = QPainter()
     if not painter.begin(generator):
-        raise OSError(f"cannot write {path}")
+        raise OSError("the picture could not be drawn as SVG")
     painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
     painter.fillRect(QRectF(0, 0, size.width(), size.height()), QColor(style.BACKGROUND))
     scene.render(painter, QRectF(0, 0, size.width(), size.height()), source)
     painter.end()
-    if not os.path.isfile(path):
-        raise OSError(f"cannot write {path}")
-    return size
+    return bytes(buffer.data().data()), size
 
 
 def save(scene: GraphScene, path: str, title: str = "", keys: list[str] | None = None) -> QSize:
-    """Write ``path`` as PNG or SVG, by its extension: the whole net, or only the boxes ``keys``."""
+    """Write ``path`` as PNG or SVG, by its extension: the whole net, or only the boxes ``keys``. The
+    picture is made in memory, then written by proto.atomic (a link planted at ``path`` is refused,
+    never written through; a name that is not UTF-8 is written as its bytes); WriteError otherwise."""
     ext = os.path.splitext(path)[1].lower()
+    if ext not in (".png", ".svg"):
+        raise ValueError(f"cannot draw to '{shown(path)}': the output must end in .png or .svg")
+    check_target(path)  # refused before the drawing, which may take seconds
     if ext == ".svg":
-        return save_svg(scene, path, title, keys)
-    if ext == ".png":
-        return save_png(scene, path, keys=keys)
-    raise ValueError(f"cannot draw to '{path}': the output must end in .png or .svg")
+        data, size = svg_bytes(scene, title or shown(os.path.basename(path)), keys)
+    else:
+        data, size = png_bytes(scene, keys=keys)
+    write_bytes_atomic(path, data)
+    return size
+
+
+def shown(path: str) -> str:
+    """``path`` printable: bytes of a name that are not UTF-8 (surrogate escapes) shown as \\xNN."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -77,7 +77,8 @@ class GraphScene(QGraphicsScene):
 
     @property
     def too_big(self) -> bool:
-        return len(self.net.layer) > CANVAS_LIMIT
+        """The editor's canvas past its limit (a picture for a file has its own: render.MAX_BOXES)."""
+        return self.editing and len(self.net.layer) > CANVAS_LIMIT
 
     def rebuild(self) -> None:
         if self.too_big:

@@ -12,8 +12,9 @@ The layouts are facts of the format, as Caffe's ``Net::ToHDF5`` and ``SGDSolver`
 - HDF5Output: datasets ``data`` and ``label``.
 
 Arrays are written in the net's float type (float32, or float64 for a double net), atomically
-(proto.atomic: a killed write leaves the old file or none, never a torn one under the final
-name). Readers give clear ``FormatError``s naming the file and the dataset.
+(built in memory, then written by proto.atomic: a killed write or a full disk leaves the old file
+or none, never a torn one under the final name). Readers give clear ``FormatError``s naming the
+file and the dataset.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
-from proto.atomic import atomic_file
+from proto.atomic import write_bytes_atomic
 from proto.errors import FormatError
 from proto.inputs import check_regular, open_regular
 
@@ -64,14 +65,23 @@ def _open(path: PathLike, mode: str) -> h5py.File:
 
 @contextmanager
 def _create(path: PathLike) -> Iterator[h5py.File]:
-    """A new HDF5 file that replaces ``path`` when the block ends without error (never a torn one)."""
-    with atomic_file(path, lock=False) as tmp:  # HDF5 locks the file it writes itself
-        try:
-            with h5py.File(tmp, "w") as f:
-                yield f
-        except (OSError, ValueError, RuntimeError) as exc:  # h5py's errors name our temporary file
-            message = str(exc).replace(tmp, os.fspath(path))
-            raise FormatError(path, f"cannot write the HDF5 file: {message}") from exc
+    """A new HDF5 file that replaces ``path`` when the block ends without error (never a torn one).
+
+    The file is built in memory (HDF5's core driver, no backing store) and its image written by
+    proto.atomic: HDF5 never writes to the disk itself, so a full disk is one WriteError from the
+    atomic writer, never HDF5 failing inside h5py's object finalisers (~100 ignored tracebacks,
+    then a segfault at exit) with its temporary file left behind. The cost is one copy of the
+    file in memory while it is written."""
+    name = f"{os.path.basename(os.fspath(path))} (in memory)"  # the core driver's label: nothing opens it
+    try:
+        with h5py.File(name, "w", driver="core", backing_store=False) as f:
+            yield f
+            f.flush()
+            image = f.id.get_file_image()
+    except (OSError, ValueError, RuntimeError) as exc:
+        message = str(exc).replace(name, os.fspath(path))
+        raise FormatError(path, f"cannot write the HDF5 file: {message}") from exc
+    write_bytes_atomic(path, image)
 
 
 def _float_array(array: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 
 from google.protobuf import text_format
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QBuffer, QIODevice, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QProgressBar,
     QStyle,
     QTabWidget,
@@ -41,6 +42,7 @@ from app.training.weights_view import WeightsView
 from engine import backend
 from engine.events import RunStatus
 from proto import caffe_pb2
+from proto.atomic import write_bytes_atomic
 
 ERROR_STYLE = "QFrame#trainingError { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; }"
 
@@ -398,15 +400,32 @@ class TrainingDock(QDockWidget):
         if not runs:
             return None
         path = self.ask_save_path("Export curves", self._default_path("curves.csv"), "CSV (*.csv)")
-        if path:
+        if not path:
+            return None
+        try:
             write_csv(path, runs, self.plots.smoothing.value())
-        return path or None
+        except OSError as exc:
+            self.show_export_error("Cannot export the curves", str(exc))
+            return None
+        return path
 
     def export_png(self) -> str | None:
         path = self.ask_save_path("Export plot", self._default_path("curves.png"), "PNG image (*.png)")
-        if path:
-            self.plots.graphics.grab().save(path, "PNG")
-        return path or None
+        if not path:
+            return None
+        buffer = QBuffer()  # encoded in memory, then written by the one atomic writer
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        try:
+            if not self.plots.graphics.grab().save(buffer, "PNG"):
+                raise OSError(f"cannot write {path}: the plot could not be encoded as PNG")
+            write_bytes_atomic(path, bytes(buffer.data().data()))
+        except OSError as exc:
+            self.show_export_error("Cannot export the plot", str(exc))
+            return None
+        return path
+
+    def show_export_error(self, title: str, message: str) -> None:
+        QMessageBox.warning(self, title, message)
 
     def _default_path(self, name: str) -> str:
         run = self.controller.current

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from app.training.run import Run
 from app.training.series import Smoother
+from proto.atomic import atomic_file
 
 HEADER = ("run", "series", "iteration", "seconds", "value")
 
@@ -33,9 +34,10 @@ def curve_rows(run: Run, smoothing: float) -> Iterable[tuple]:
 
 
 def write_csv(path: str | os.PathLike[str], runs: Iterable[Run], smoothing: float) -> int:
-    """Write the curves of ``runs``; returns the number of data rows."""
+    """Write the curves of ``runs`` (atomically, never through a link: proto.atomic); returns the
+    number of data rows. WriteError (an OSError, one line) when the file cannot be written."""
     count = 0
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with atomic_file(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(HEADER)
         for run in runs:

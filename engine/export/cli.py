@@ -1,5 +1,6 @@
 """`main.py export NET.prototxt OUT.onnx|OUT.py [--weights W] [--phase P] [--dynamic-batch]` and
-`main.py export --solver S.prototxt OUT_DIR`: what the output is asked for picks the exporter."""
+`main.py export --solver S.prototxt OUT_DIR [--force]` (--force replaces an earlier package there):
+what the output is asked for picks the exporter."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir = args.paths[0]
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise CliError(f"{out_dir}: exists and is not a folder")
-        _exporter("package")(args.solver, out_dir)
+        _exporter("package")(args.solver, out_dir, force=bool(getattr(args, "force", False)))
         print(f"wrote a training package to {out_dir}")
         return 0
     if len(args.paths) != 2:

@@ -11,7 +11,7 @@ from engine import rng
 from engine.cli.common import read_net, read_weights
 from engine.export import ExportError
 from engine.export.onnx_walk import build_graph
-from engine.export.onnx_write import to_model
+from engine.export.onnx_write import TooLarge, to_model
 from engine.net import Net
 from proto import caffe_pb2
 from proto.atomic import write_bytes_atomic
@@ -38,12 +38,15 @@ def export_onnx(
         copy_weights(net)
     try:
         model = net_model(net, dynamic_batch)
+    except TooLarge as exc:
+        raise ExportError(f"{net_path}: {exc}") from exc
     except ExportError:
         raise
-    except Exception as exc:  # onnx.checker's ValidationError: a mapping that wrote a bad graph
-        raise ExportError(
-            f"{net_path}: the ONNX model failed onnx.checker: {str(exc).splitlines()[0]}"
-        ) from exc
+    except Exception as exc:  # a mapping that wrote a bad graph: onnx.checker's ValidationError, or worse
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        checker = type(exc).__module__.startswith("onnx")
+        what = "failed onnx.checker" if checker else f"could not be built ({type(exc).__name__})"
+        raise ExportError(f"{net_path}: the ONNX model {what}: {first}") from exc
     write_bytes_atomic(out_path, model.SerializeToString())
     graph = model.graph
     names = lambda values: ", ".join(v.name for v in values)  # noqa: E731

@@ -3,6 +3,8 @@ Power, Exp, Log and Threshold, each in the engine's own formula (Caffe's)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from engine.export.onnx_context import LayerContext, maps
 
 FLOAT = 1  # onnx.TensorProto.FLOAT
@@ -78,7 +80,8 @@ def _affine(c: LayerContext, scale: float, shift: float) -> str:
 def power(c: LayerContext) -> None:
     p, g = c.p.power_param, c.g
     if p.power * p.scale == 0:  # the input does not matter: Caffe writes shift ^ power everywhere
-        value = 1.0 if p.power == 0 else float(p.shift) ** p.power
+        with np.errstate(divide="ignore", invalid="ignore"):  # C's pow: 0^-1 = inf, (-2)^0.5 = nan
+            value = 1.0 if p.power == 0 else float(np.power(np.float32(p.shift), np.float32(p.power)))
         g.op("Expand", g.scalar(value, "value"), g.op("Shape", c.x), out=c.y)
         return
     t = _affine(c, p.scale, p.shift)

@@ -4,14 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.export import needs
+from engine.export import ExportError, needs
 from engine.export.onnx_graph import Graph
 
 OPSET = 18
 BATCH = "N"  # the free batch axis' name with --dynamic-batch
+# An ONNX file is one protobuf message, which protobuf caps at 2 GiB; 16 MiB are left for the graph.
+MAX_WEIGHT_BYTES = 2**31 - 2**24
+
+
+class TooLarge(ExportError):
+    """Weights past what one ONNX file can hold."""
+
+
+def _size(count: int) -> str:
+    value, unit = float(count), "bytes"
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            break
+        value /= 1024
+    return f"{count} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
 
 
 def to_model(g: Graph, name: str) -> Any:
+    """The checked model; ExportError when its weights are past what one ONNX file can hold."""
+    weight_bytes = sum(int(array.nbytes) for array in g.initializers.values())
+    if weight_bytes > MAX_WEIGHT_BYTES:
+        raise TooLarge(
+            f"the weights take {_size(weight_bytes)}, more than one ONNX file can hold (protobuf "
+            "caps a file at 2 GiB); the PyTorch module (OUT.py) has no such limit"
+        )
     onnx = needs("onnx")
     helper = onnx.helper
     floats = onnx.TensorProto.FLOAT

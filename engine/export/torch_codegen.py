@@ -298,12 +298,18 @@ def load(weights: str | None = None) -> {class_name}:
 '''
 
 
+def doc_text(text: str) -> str:
+    """``text`` as it may stand inside a \"\"\"docstring\"\"\": backslashes, quotes, line breaks and
+    bytes that are not text (a file name's) escaped as a string literal escapes them."""
+    return repr(str(text))[1:-1].replace('"', '\\"')
+
+
 def module_source(exported: ExportedNet, source: str, module: str, weights: str, title: str) -> str:
     types = {layer.type for layer in exported.layers}
     example = ", ".join(f"{n}=..." for n in exported.inputs) or ""
     header = HEADER.format(
-        title=title,
-        source=source,
+        title=doc_text(title),
+        source=doc_text(source),
         phase=caffe_pb2.Phase.Name(exported.phase),
         module=module,
         weights=weights,

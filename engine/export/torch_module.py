@@ -8,6 +8,7 @@ engine refuses is refused here with the engine's message.
 
 from __future__ import annotations
 
+import keyword
 import os
 import re
 from typing import Any
@@ -17,9 +18,10 @@ import numpy as np
 from engine import backend, rng
 from engine.export import ExportError, needs
 from engine.export.torch_codegen import ExportedNet, describe, module_source
+from engine.export.torch_files import module_name_problem, save_state
 from engine.net import Net
 from proto import caffe_pb2
-from proto.atomic import write_text_atomic
+from proto.atomic import check_target, write_text_atomic
 
 __all__ = ["ExportError", "build", "export_module", "state_dict"]
 
@@ -28,7 +30,22 @@ def class_name(net_name: str) -> str:
     """A class name from the net's name: LeNet stays LeNet, "my-net" becomes MyNet; "Net" if none."""
     words = [w for w in re.split(r"\W+", net_name) if w]
     name = "".join(w[:1].upper() + w[1:] for w in words) or "Net"
-    return "Net" + name if name[0].isdigit() else name
+    name = "Net" + name if name[0].isdigit() else name
+    if not name.isidentifier():  # \w holds characters no identifier may (a superscript two)
+        return "Net"
+    # "None", or a name the module already holds (ReLU, F, Any): the net's class would replace it
+    return name + "Net" if keyword.iskeyword(name) or name in _taken() else name
+
+
+def _taken() -> set[str]:
+    import importlib
+
+    from engine.export.torch_codegen import LIBRARY_MODULES
+
+    names = {"F", "nn", "torch", "math", "os", "Any", "annotations", "load"}
+    for module in LIBRARY_MODULES:
+        names |= set(vars(importlib.import_module(f"engine.export.torch_lib.{module}")))
+    return names
 
 
 def build(
@@ -73,8 +90,7 @@ def export_module(
 ) -> str:
     """Write OUT.py and OUT.pt (the fillers drawn under ``seed`` when no weights are given); returns a
     one-line summary. ExportError (or the engine's error) on a net that cannot be exported."""
-    torch = needs("torch")
-
+    needs("torch")
     from proto import textio
 
     if param is None:
@@ -82,16 +98,16 @@ def export_module(
     net = build(param, phase, weights, seed)
     exported = describe(net, class_name(param.name))
     stem = os.path.splitext(os.path.basename(out_path))[0]
-    if not stem.isidentifier():
-        raise ExportError(f"{out_path}: the module's name '{stem}' is not a Python identifier")
+    problem = module_name_problem(out_path)
+    if problem:
+        raise ExportError(f"{out_path}: {problem}")
+    check_target(out_path)  # a link, a folder or a missing folder refused before the weights are written
     weights_path = os.path.splitext(out_path)[0] + ".pt"
     title = f"{param.name or 'The net'} as a PyTorch module."
     text = module_source(exported, os.path.basename(net_path), stem, os.path.basename(weights_path), title)
     compile(text, out_path, "exec")  # a generator bug must not leave a broken file behind
     state = state_dict(net, exported)
-    tmp = weights_path + ".tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, weights_path)
+    save_state(state, weights_path)
     write_text_atomic(out_path, text)
     count = sum(int(t.numel()) for t in state.values())
     return f"wrote {out_path} ({len(exported.layers)} layers) and {weights_path} ({count} values)"

@@ -31,6 +31,7 @@ from engine.errors import EngineError
 from engine.graphs import GraphStep
 from engine.solvers import nets, snapshots
 from engine.solvers.lr_policy import learning_rate
+from engine.solvers.prefix_lock import PrefixLock
 from proto import caffe_pb2
 
 log = logging.getLogger("engine.solver")
@@ -82,6 +83,9 @@ class Solver:
             for p in self.net.learnable_params
         ]
         self.last_snapshot: tuple[str, str] | None = None
+        self.prefix_lock = PrefixLock(
+            self._path((self.param.snapshot_prefix or self.net.name or "net") + ".lock")
+        )
         self.workspace = backend.Workspace()
         self.graph_step = GraphStep(self.net)  # forward + backward as one CUDA graph where it can
 
@@ -106,7 +110,7 @@ class Solver:
 
     # --- the loop ----------------------------------------------------------------------------
     def step(self, iters: int) -> None:
-        with parallel.gemms_in_pool(self.xp):  # the CPU's cores for the engine's own threads
+        with self.prefix_lock, parallel.gemms_in_pool(self.xp):  # the CPU's cores for the engine's threads
             self._step(iters)
 
     def _step(self, iters: int) -> None:
@@ -228,6 +232,11 @@ class Solver:
         self.smoothed_loss = float(smoothed)
 
     def solve(self, resume_file: str | None = None) -> None:
+        """Caffe's Solve; a second run with the same snapshot prefix is refused (prefix_lock.py)."""
+        with self.prefix_lock:
+            self._solve(resume_file)
+
+    def _solve(self, resume_file: str | None) -> None:
         self.say(f"Solving {self.net.name}")
         self.say(f"Learning Rate Policy: {self.param.lr_policy}")
         self.requested_early_exit = False

@@ -37,9 +37,11 @@ def test_draw_writes_an_svg_with_the_split_overlay_in_test_phase(tmp_path, capsy
 
 
 def test_draw_reports_problems_and_still_draws(tmp_path, capsys):
+    """An error-severity problem: the picture is written (it helps most then) and the exit code is 2
+    (issue 30 case 10), so a script can tell a net Caffe refuses."""
     net = write(tmp_path, FORK.replace('bottom: "conv_b" top: "sum"', 'bottom: "nope" top: "sum"'))
     out = tmp_path / "broken.png"
-    assert main.main(["draw", str(net), str(out)]) == 0
+    assert main.main(["draw", str(net), str(out)]) == 2
     assert out.is_file()
     assert "error: sum: bottom 'nope' is not produced by any layer in TRAIN" in capsys.readouterr().err
 

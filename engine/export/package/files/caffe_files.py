@@ -13,6 +13,32 @@ import caffe_pb2
 import numpy as np
 import torch
 from google.protobuf import text_format
+from google.protobuf.message import DecodeError
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+class FileProblem(Exception):
+    """A weights or state file the package cannot use; train.py prints it as one line, exit 2."""
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise FileProblem(f"{what} {path}: {exc.strerror or exc}") from None
+    if not data:
+        raise FileProblem(f"{what} {path}: the file is empty")
+    return data
+
+
+def parse(message: Any, data: bytes, path: str, what: str) -> Any:
+    try:
+        message.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise FileProblem(f"{what} {path}: not a Caffe {type(message).__name__} file ({exc})") from None
+    return message
 
 
 def read_prototxt(path: str, message: Any) -> Any:
@@ -26,29 +52,29 @@ def blob_array(blob: Any) -> np.ndarray:
     return np.asarray(values, np.float32)
 
 
-def load_weights(path: str, net: Any, say: Any = print) -> None:
+def load_weights(path: str, net: Any, say: Any = print, what: str = "--weights") -> None:
     """Copy a .caffemodel (binary or HDF5) into ``net`` by layer name, as Caffe's CopyTrainedLayersFrom:
-    a layer the net lacks is skipped ("Ignoring source layer"), a blob must have the parameter's count."""
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if head == b"\x89HDF\r\n\x1a\n":
+    a layer the net lacks is skipped ("Ignoring source layer"), a blob must have the parameter's count.
+    FileProblem for a file that cannot be read, is empty or holds no layers."""
+    data = read_bytes(path, what)
+    if data.startswith(HDF5_SIGNATURE):
         import h5py
 
-        with h5py.File(path, "r") as h5:
-            layers = [
-                (
-                    name,
-                    [np.asarray(h5["data"][name][str(i)], np.float32) for i in range(len(h5["data"][name]))],
-                )
-                for name in h5["data"]
-            ]
+        try:
+            with h5py.File(path, "r") as h5:
+                layers = [
+                    (name, [np.asarray(group[str(i)], np.float32) for i in range(len(group))])
+                    for name, group in h5["data"].items()
+                ]
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise FileProblem(f"{what} {path}: not a Caffe HDF5 weights file ({exc})") from None
     else:
-        param = caffe_pb2.NetParameter()
-        with open(path, "rb") as f:
-            param.ParseFromString(f.read())
+        param = parse(caffe_pb2.NetParameter(), data, path, what)
         layers = [
             (layer.name, [blob_array(b) for b in layer.blobs]) for layer in (*param.layer, *param.layers)
         ]
+    if not layers:
+        raise FileProblem(f"{what} {path}: holds no layers (not a .caffemodel?)")
     state = net.state_dict()
     for name, blobs in layers:
         if name not in net.caffe_layers:
@@ -56,11 +82,11 @@ def load_weights(path: str, net: Any, say: Any = print) -> None:
             continue
         _, attr, names = net.caffe_layers[name]
         if len(blobs) != len(names):
-            raise ValueError(f"{path}: layer {name} has {len(blobs)} blobs, the net's {len(names)}")
+            raise FileProblem(f"{path}: layer {name} has {len(blobs)} blobs, the net's {len(names)}")
         for blob_name, values in zip(names, blobs):
             target = state[f"{attr}.{blob_name}"]
             if values.size != target.numel():
-                raise ValueError(
+                raise FileProblem(
                     f"{path}: layer {name} blob {blob_name} holds {values.size} values, "
                     f"the net's {target.numel()}"
                 )
@@ -78,11 +104,16 @@ def to_blob(tensor: torch.Tensor) -> Any:
 def write_atomic(path: str, data: bytes) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # replaces a link planted at ``path``, never writes through it
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def save_weights(path: str, net: Any, name: str) -> None:
@@ -107,9 +138,7 @@ def save_state(
 
 
 def load_state(path: str) -> tuple[int, str, int, list[np.ndarray]]:
-    state = caffe_pb2.SolverState()
-    with open(path, "rb") as f:
-        state.ParseFromString(f.read())
+    state = parse(caffe_pb2.SolverState(), read_bytes(path, "--snapshot"), path, "--snapshot")
     learned = state.learned_net
     if learned and not os.path.exists(learned):  # a snapshot folder that was moved
         learned = os.path.join(os.path.dirname(path), os.path.basename(learned))

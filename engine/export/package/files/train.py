@@ -33,7 +33,14 @@ sys.path.insert(0, HERE)
 import caffe_pb2  # noqa: E402
 import model  # noqa: E402
 from caffe_data import DataLayerBatches  # noqa: E402
-from caffe_files import load_state, load_weights, read_prototxt, save_state, save_weights  # noqa: E402
+from caffe_files import (  # noqa: E402
+    FileProblem,
+    load_state,
+    load_weights,
+    read_prototxt,
+    save_state,
+    save_weights,
+)
 from caffe_solver import CaffeSolver  # noqa: E402
 
 f32 = np.float32
@@ -104,7 +111,7 @@ class Trainer:
             say(f"Restoring previous solver status from {args.snapshot}")
             iteration, learned, step, history = load_state(args.snapshot)
             if learned:
-                load_weights(learned, self.net, say)
+                load_weights(learned, self.net, say, f"the weights of {args.snapshot}")
             self.optimizer.set_history(history)
             self.optimizer.iter, self.optimizer.current_step = iteration, step
         self.max_iter = args.max_iter if args.max_iter is not None else self.solver.max_iter
@@ -261,7 +268,11 @@ class Trainer:
 
 def main() -> None:
     args = arguments()
-    trainer = Trainer(args)
+    try:
+        trainer = Trainer(args)
+    except FileProblem as exc:  # a missing, empty or corrupt --weights or --snapshot: one line
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     try:
         trainer.solve()
     finally:
