@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from app import commands, export_actions, files, opening, recovery, saving, train_checks
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
+from app.dataset.actions import install as install_dataset_actions
 from app.document import Change, Document
 from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER
@@ -380,6 +381,7 @@ class MainWindow(QMainWindow):
         self.graph.toolbar.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         toolbar.addWidget(self.graph.toolbar)
         self.export_actions = export_actions.install(self)  # File > Export, Train > Train on a Cluster…
+        self.dataset_actions = install_dataset_actions(self)  # File > New Dataset from Images…
 
     def _update_actions(self) -> None:
         # Undo stays on while the editor holds text that does not parse: it drops that text.
