@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QTableWidgetItem
 
 from app.dataset.dialog import NewDatasetDialog
 from proto import caffe_pb2
@@ -32,8 +33,10 @@ def dialog(qtbot, tmp_path):
 
 
 def table(d: NewDatasetDialog) -> list[list[str]]:
+    columns = range(d.table.columnCount())
     return [
-        [d.table.item(r, c).text() for c in range(d.table.columnCount())] for r in range(d.table.rowCount())
+        [(d.table.item(r, c) or QTableWidgetItem()).text() for c in columns]
+        for r in range(d.table.rowCount())
     ]
 
 
@@ -64,7 +67,7 @@ def test_choices_show_the_class_counts_before_anything_is_written(dialog, tmp_pa
 def test_create_writes_with_progress_then_offers_use_with_this_net(qtbot, dialog, tmp_path):
     dialog.folder.setText(str(tmp_path / "pics"))
     dialog.output.setText(str(tmp_path / "out"))
-    seen = []
+    seen: list[int] = []
     dialog.progress.valueChanged.connect(seen.append)
     dialog.create_button.click()
     assert dialog.close_button.text() == "Cancel" and not dialog.create_button.isEnabled()
