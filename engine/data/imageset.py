@@ -50,9 +50,7 @@ class ImagesetOptions:
             return self.encode_type.lower()
         if not self.encoded:
             return ""
-        dot = name.rfind(b".")
-        if dot < 0:
-            raise DataError(f"Failed to guess the encoding of '{_shown(name)}' (it has no extension)")
+        dot = name.rfind(b".")  # none: Caffe takes the whole name, which then "matches" itself
         return name[dot + 1 :].decode("ascii", "replace").lower()
 
 
@@ -130,6 +128,8 @@ def convert_imageset(
     data_size: int | None = None
     with staged_folder(db_path, what="the database") as tmp, LMDBWriter(tmp, new=False) as db:
         for line_id, (name, label) in enumerate(lines):
+            if options.encoded and not options.encode_type and b"." not in name:
+                log("W", f"Failed to guess the encoding of '{_shown(name)}'")
             try:
                 datum = read_datum(root + name, name, label, options)
             except SkippedImage as exc:

@@ -273,3 +273,18 @@ def test_gray_decoding_is_opencv_bit_for_bit(fmt):
     np.testing.assert_array_equal(
         decode_image(buffer.getvalue(), "gray")[0], np.asarray(GOLDENS["gray"][fmt])
     )
+
+
+def test_encoded_without_an_extension_keeps_the_bytes_or_stops(tmp_path, images, capsys):
+    (tmp_path / "img" / "noext").write_bytes((tmp_path / "img" / "rgb.png").read_bytes())
+    rc, db = convert(tmp_path, ["noext 0"], "--encoded")
+    assert rc == 0 and "Failed to guess the encoding of 'noext'" in capsys.readouterr().err
+    assert (
+        records(db)[0][1].data == (tmp_path / "img" / "noext").read_bytes()
+    )  # as Caffe: the name matches itself
+    flags = ["--encoded", "--resize_height=2", "--resize_width=2"]
+    rc = main.main(
+        ["convert_imageset", *flags, f"{tmp_path}/img/", str(tmp_path / "list.txt"), str(tmp_path / "d2")]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and "cannot encode images as '.noext'" in err[-1] and not (tmp_path / "d2").exists()
