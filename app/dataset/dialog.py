@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.dataset.worker import DatasetWorker
-from engine.data.class_folders import SPLITS
+from engine.data.class_folders import SPLITS, ClassFolders, scan
 from engine.data.dataset_plan import ENCODINGS, DatasetOptions, DatasetPlan, plan_dataset
 from engine.data.resize_modes import MODES
 from engine.errors import EngineError
@@ -60,6 +60,7 @@ class NewDatasetDialog(QDialog):
         self.plan: DatasetPlan | None = None
         self.worker: DatasetWorker | None = None
         self.written: Path | None = None
+        self._scanned: ClassFolders | None = None
         layout = QVBoxLayout(self)
         form = QFormLayout()
         self.folder, self.output = QLineEdit(), QLineEdit()
@@ -164,9 +165,13 @@ class NewDatasetDialog(QDialog):
         if self.worker is not None:
             return
         self.plan, problem = None, ""
-        if self.folder.text().strip():
+        folder = self.folder.text().strip()
+        if folder:
             try:
-                self.plan = plan_dataset(Path(self.folder.text()), self.options())
+                if self._scanned is None or self._scanned.root != Path(folder):
+                    self._scanned = None
+                    self._scanned = scan(Path(folder), 1)  # walked once; options re-plan from it
+                self.plan = plan_dataset(Path(folder), self.options(), self._scanned)
             except EngineError as exc:
                 problem = str(exc)
         out = self.output.text().strip()

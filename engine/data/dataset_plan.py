@@ -55,14 +55,16 @@ class DatasetPlan:
         return sum(len(items) for items in self.splits.values())
 
 
-def plan_dataset(folder: Path, options: DatasetOptions) -> DatasetPlan:
+def plan_dataset(folder: Path, options: DatasetOptions, scanned: ClassFolders | None = None) -> DatasetPlan:
+    """The plan for ``folder``; ``scanned``, a scan of it made before (``scan(folder, 1)``), saves
+    walking it again when only the options changed (the dialog re-plans on every change)."""
     if options.resize not in MODES:
         raise DataError(f"unknown resize mode {options.resize!r} (known: {', '.join(MODES)})")
     if options.encoding not in ENCODINGS:
         raise DataError(f"unknown encoding {options.encoding!r} (known: {', '.join(ENCODINGS)})")
     if options.min_per_class < 1 or options.max_per_class < 0:
         raise DataError("--min-per-class must be at least 1 and --max-per-class at least 0")
-    classes = scan(folder, options.min_per_class)
+    classes = _keep_big_enough(scanned or scan(folder, 1), options.min_per_class)
     labels = list(classes.classes)
     with_val = options.val_folder is None
     splits = split(classes, options.val_pct if with_val else 0, options.test_pct, options.max_per_class,
@@ -73,6 +75,14 @@ def plan_dataset(folder: Path, options: DatasetOptions) -> DatasetPlan:
         raise DataError(f"{folder}: no images left for training after the validation and test shares")
     size = options.size or _first_image_size(classes)
     return DatasetPlan(folder, options, labels, splits, size, classes.dropped)
+
+
+def _keep_big_enough(scanned: ClassFolders, minimum: int) -> ClassFolders:
+    classes = {name: images for name, images in scanned.classes.items() if len(images) >= minimum}
+    dropped = {**scanned.dropped, **{n: len(i) for n, i in scanned.classes.items() if len(i) < minimum}}
+    if not classes:
+        raise DataError(f"{scanned.root}: no class subfolder with enough images (--min-per-class {minimum})")
+    return ClassFolders(scanned.root, classes, dropped)
 
 
 def _from_val_folder(folder: Path, labels: list[str], seed: int) -> list[tuple[Path, int]]:
