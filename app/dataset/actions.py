@@ -1,15 +1,16 @@
-"""File > New Dataset from Images…, added to the window's File menu by ``install``."""
+"""File > New Dataset from Images… and File > View Dataset…, added to the File menu by ``install``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QFileDialog, QMenu
 
 from app.commands import CommandError
 from app.dataset.dialog import NewDatasetDialog
 from app.dataset.use_with_net import use_with_net
+from app.dataset.view import DatasetView
 
 
 class DatasetActions:
@@ -18,18 +19,34 @@ class DatasetActions:
         self.dialog: NewDatasetDialog | None = None
         self.new_action = QAction("New &Dataset from Images…", window)
         self.new_action.triggered.connect(self.open_dialog)
+        self.view_action = QAction("&View Dataset…", window)
+        self.view_action.triggered.connect(self.open_view)
+        self.view: DatasetView | None = None
 
     def install(self) -> None:
         for action in self.window.menuBar().actions():
             menu = action.menu()
             if action.text().replace("&", "") == "File" and isinstance(menu, QMenu):
                 first = menu.actions()[0] if menu.actions() else None
-                menu.insertAction(first, self.new_action) if first else menu.addAction(self.new_action)
+                for new in (self.new_action, self.view_action):
+                    menu.insertAction(first, new) if first else menu.addAction(new)
 
     def open_dialog(self) -> NewDatasetDialog:
         self.dialog = NewDatasetDialog(self.window, self.use_with_net)
         self.dialog.show()
         return self.dialog
+
+    def ask_dataset_folder(self) -> str:
+        title = "View Dataset (a data set folder or one LMDB)"
+        return QFileDialog.getExistingDirectory(self.window, title, "")
+
+    def open_view(self, path: str | None = None) -> DatasetView | None:
+        path = path or self.ask_dataset_folder()
+        if not path:
+            return None
+        self.view = DatasetView(Path(path), self.window)
+        self.view.show()
+        return self.view
 
     def use_with_net(self, folder: Path, classes: int) -> str | None:
         """Point the open net at the data set (one undo step); the reason when it cannot."""

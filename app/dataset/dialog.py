@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.dataset.view import DatasetView
 from app.dataset.worker import DatasetWorker
 from engine.data.class_folders import SPLITS, ClassFolders, scan
 from engine.data.dataset_plan import ENCODINGS, DatasetOptions, DatasetPlan, plan_dataset
@@ -106,15 +107,19 @@ class NewDatasetDialog(QDialog):
         buttons = QHBoxLayout()
         self.create_button = QPushButton("Create")
         self.use_button = QPushButton("Use with This Net")
+        self.view_button = QPushButton("View Dataset")
+        self.view_button.setEnabled(False)
         self.close_button = QPushButton("Close")
         self.use_button.setEnabled(False)
         self.use_button.setVisible(use_with_net is not None)
         buttons.addStretch()
-        for button in (self.create_button, self.use_button, self.close_button):
+        for button in (self.create_button, self.view_button, self.use_button, self.close_button):
             buttons.addWidget(button)
         layout.addLayout(buttons)
         self.create_button.clicked.connect(self.start)
         self.use_button.clicked.connect(self.use_with_net)
+        self.view_button.clicked.connect(self.view_dataset)
+        self.view: DatasetView | None = None
         self.close_button.clicked.connect(self.cancel_or_close)
         for edit in (self.folder, self.output):
             edit.textChanged.connect(self.refresh)
@@ -219,6 +224,7 @@ class NewDatasetDialog(QDialog):
         self.progress.show()
         self.create_button.setEnabled(False)
         self.use_button.setEnabled(False)
+        self.view_button.setEnabled(False)
         self.close_button.setText("Cancel")
         self.summary.setText("Writing…")
         self.worker.start()
@@ -233,6 +239,7 @@ class NewDatasetDialog(QDialog):
         skipped = f", {len(summary['skipped'])} skipped (see dataset.json)" if summary["skipped"] else ""
         self._finish(f"Wrote {self.written}: {counts}{skipped}.")
         self.use_button.setEnabled(True)
+        self.view_button.setEnabled(True)
 
     def _finish(self, message: str) -> None:
         worker, self.worker = self.worker, None
@@ -248,6 +255,13 @@ class NewDatasetDialog(QDialog):
             self.summary.setText("Cancelling…")
         else:
             self.accept()
+
+    def view_dataset(self) -> DatasetView | None:
+        if self.written is None:
+            return None
+        self.view = DatasetView(self.written, self)
+        self.view.show()
+        return self.view
 
     def use_with_net(self) -> None:
         if self.written is None or self.use_with_net_callback is None:

@@ -143,3 +143,36 @@ def test_use_with_this_net_is_one_undo_step(qtbot, lenet_window, tmp_path):
     qtbot.waitUntil(lambda: shapes("ip2") == [(64, 3)] and shapes("mnist")[0] == (64, 3, 28, 28))
     w.undo()
     assert w.doc.net.SerializeToString() == before
+
+
+def test_dataset_view_counts_thumbnails_pages_and_mean(qtbot, lenet_window, tmp_path):
+    make_classes(tmp_path / "pics", 60)  # 45 train images a class: two pages of 40
+    (tmp_path / "pics" / "ant" / "extra").mkdir()
+    for i in range(30):  # ant gets more: the bars differ
+        Image.fromarray(np.zeros((6, 6, 3), np.uint8)).save(tmp_path / "pics" / "ant" / "extra" / f"{i}.png")
+    d = NewDatasetDialog()
+    qtbot.addWidget(d)
+    d.folder.setText(str(tmp_path / "pics"))
+    d.output.setText(str(tmp_path / "out"))
+    d.create_button.click()
+    qtbot.waitUntil(lambda: d.view_button.isEnabled(), timeout=10000)
+    view = d.view_dataset()
+    assert view is not None
+    qtbot.addWidget(view)
+    assert [view.split.itemText(i) for i in range(view.split.count())] == ["train_lmdb", "val_lmdb"]
+    assert view.bars.bars == [("ant", 68), ("bee", 45), ("cat", 45)]
+    assert view.info.text() == "158 images · 3×6×6 (C×H×W)"
+    assert view.thumbs.count() == 40 and view.page_label.text() == "page 1 of 2"
+    assert not view.prev_button.isEnabled()
+    view.next_button.click()
+    assert view.thumbs.count() == 28 and view.page_label.text() == "page 2 of 2"
+    view.class_box.setCurrentIndex(1)
+    assert view.thumbs.count() == 40 and view.page_label.text() == "page 1 of 2"
+    view.split.setCurrentIndex(1)
+    assert view.bars.bars == [("ant", 22), ("bee", 15), ("cat", 15)]
+    mean = view.mean.pixmap()
+    assert mean is not None and not mean.isNull()
+    w = lenet_window  # and from the File menu, on a folder the user picks
+    opened = w.dataset_actions.open_view(str(tmp_path / "out" / "val_lmdb"))
+    assert opened is not None and opened.info.text().startswith("52 images")
+    assert [label for label, _ in opened.bars.bars] == ["0", "1", "2"]  # an LMDB alone: labels as numbers
