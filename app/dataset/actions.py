@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from google.protobuf import text_format
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMenu
 
@@ -11,6 +13,8 @@ from app.commands import CommandError
 from app.dataset.dialog import NewDatasetDialog
 from app.dataset.use_with_net import use_with_net
 from app.dataset.view import DatasetView
+from engine.data.starter_nets import starter_net
+from proto import caffe_pb2
 
 
 class DatasetActions:
@@ -32,7 +36,7 @@ class DatasetActions:
                     menu.insertAction(first, new) if first else menu.addAction(new)
 
     def open_dialog(self) -> NewDatasetDialog:
-        self.dialog = NewDatasetDialog(self.window, self.use_with_net)
+        self.dialog = NewDatasetDialog(self.window, self.use_with_net, self.new_net)
         self.dialog.show()
         return self.dialog
 
@@ -47,6 +51,23 @@ class DatasetActions:
         self.view = DatasetView(Path(path), self.window)
         self.view.show()
         return self.view
+
+    def new_net(self, folder: Path) -> str | None:
+        """Open a starting net and solver sized to the data set, untitled; the reason when not."""
+        try:
+            summary = json.loads((folder / "dataset.json").read_text("utf-8"))
+            height, width = summary["size"]
+            net_text, solver_text = starter_net(
+                folder, summary["channels"], height, width, len(summary["labels"])
+            )
+        except (OSError, ValueError, KeyError) as exc:
+            return f"cannot read {folder / 'dataset.json'}: {exc}"
+        if not self.window.maybe_save():
+            return "the open net was kept"
+        doc = self.window.doc
+        doc.load_net(text_format.Parse(net_text, caffe_pb2.NetParameter()), None, net_text)
+        doc.load_solver(text_format.Parse(solver_text, caffe_pb2.SolverParameter()), None, solver_text)
+        return None
 
     def use_with_net(self, folder: Path, classes: int) -> str | None:
         """Point the open net at the data set (one undo step); the reason when it cannot."""

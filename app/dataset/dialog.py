@@ -53,11 +53,16 @@ def _seconds(left: float) -> str:
 
 
 class NewDatasetDialog(QDialog):
-    def __init__(self, parent: QWidget | None = None, use_with_net: UseWithNet | None = None) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        use_with_net: UseWithNet | None = None,
+        new_net: Callable[[Path], str | None] | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("New Dataset from Images")
         self.setMinimumWidth(640)
-        self.use_with_net_callback = use_with_net
+        self.use_with_net_callback, self.new_net_callback = use_with_net, new_net
         self.plan: DatasetPlan | None = None
         self.worker: DatasetWorker | None = None
         self.written: Path | None = None
@@ -108,17 +113,27 @@ class NewDatasetDialog(QDialog):
         self.create_button = QPushButton("Create")
         self.use_button = QPushButton("Use with This Net")
         self.view_button = QPushButton("View Dataset")
+        self.new_net_button = QPushButton("New Net for This Dataset")
         self.view_button.setEnabled(False)
+        self.new_net_button.setEnabled(False)
+        self.new_net_button.setVisible(new_net is not None)
         self.close_button = QPushButton("Close")
         self.use_button.setEnabled(False)
         self.use_button.setVisible(use_with_net is not None)
         buttons.addStretch()
-        for button in (self.create_button, self.view_button, self.use_button, self.close_button):
+        for button in (
+            self.create_button,
+            self.view_button,
+            self.new_net_button,
+            self.use_button,
+            self.close_button,
+        ):
             buttons.addWidget(button)
         layout.addLayout(buttons)
         self.create_button.clicked.connect(self.start)
         self.use_button.clicked.connect(self.use_with_net)
         self.view_button.clicked.connect(self.view_dataset)
+        self.new_net_button.clicked.connect(self.new_net)
         self.view: DatasetView | None = None
         self.close_button.clicked.connect(self.cancel_or_close)
         for edit in (self.folder, self.output):
@@ -223,8 +238,8 @@ class NewDatasetDialog(QDialog):
         self.progress.setValue(0)
         self.progress.show()
         self.create_button.setEnabled(False)
-        self.use_button.setEnabled(False)
-        self.view_button.setEnabled(False)
+        for button in (self.use_button, self.view_button, self.new_net_button):
+            button.setEnabled(False)
         self.close_button.setText("Cancel")
         self.summary.setText("Writing…")
         self.worker.start()
@@ -238,8 +253,8 @@ class NewDatasetDialog(QDialog):
         counts = ", ".join(f"{name} {sum(c.values())}" for name, c in summary["counts"].items())
         skipped = f", {len(summary['skipped'])} skipped (see dataset.json)" if summary["skipped"] else ""
         self._finish(f"Wrote {self.written}: {counts}{skipped}.")
-        self.use_button.setEnabled(True)
-        self.view_button.setEnabled(True)
+        for button in (self.use_button, self.view_button, self.new_net_button):
+            button.setEnabled(True)
 
     def _finish(self, message: str) -> None:
         worker, self.worker = self.worker, None
@@ -262,6 +277,14 @@ class NewDatasetDialog(QDialog):
         self.view = DatasetView(self.written, self)
         self.view.show()
         return self.view
+
+    def new_net(self) -> None:
+        if self.written is None or self.new_net_callback is None:
+            return
+        problem = self.new_net_callback(self.written)
+        self.summary.setText(
+            problem or f"A new net for {self.written.name} is open, untitled: Train, or Save As."
+        )
 
     def use_with_net(self) -> None:
         if self.written is None or self.use_with_net_callback is None:

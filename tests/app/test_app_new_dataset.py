@@ -176,3 +176,22 @@ def test_dataset_view_counts_thumbnails_pages_and_mean(qtbot, lenet_window, tmp_
     opened = w.dataset_actions.open_view(str(tmp_path / "out" / "val_lmdb"))
     assert opened is not None and opened.info.text().startswith("52 images")
     assert [label for label, _ in opened.bars.bars] == ["0", "1", "2"]  # an LMDB alone: labels as numbers
+
+
+def test_new_net_for_this_dataset_opens_a_sized_net_untitled(qtbot, lenet_window, tmp_path):
+    w = lenet_window
+    make_classes(tmp_path / "pics", 8, size=(32, 32))
+    d = w.dataset_actions.open_dialog()
+    d.folder.setText(str(tmp_path / "pics"))
+    d.output.setText(str(tmp_path / "out"))
+    d.create_button.click()
+    qtbot.waitUntil(lambda: d.new_net_button.isEnabled(), timeout=10000)
+    d.new_net_button.click()
+    assert "is open, untitled" in d.summary.text()
+    assert w.doc.net.name == "out_cifar10_quick" and w.doc.net_path is None
+    assert w.doc.solver.base_lr == pytest.approx(0.001)
+
+    def shapes(name: str) -> list:
+        return w.graph.scene.graph.shapes[name].tops
+
+    qtbot.waitUntil(lambda: "ip2" in w.graph.scene.graph.shapes and shapes("ip2") == [(100, 3)])
