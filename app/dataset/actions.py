@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from google.protobuf import text_format
@@ -13,6 +14,7 @@ from app.commands import CommandError
 from app.dataset.dialog import NewDatasetDialog
 from app.dataset.use_with_net import use_with_net
 from app.dataset.view import DatasetView
+from engine.data.class_folders import EXTENSIONS
 from engine.data.starter_nets import starter_net
 from proto import caffe_pb2
 
@@ -39,6 +41,23 @@ class DatasetActions:
         self.dialog = NewDatasetDialog(self.window, self.use_with_net, self.new_net)
         self.dialog.show()
         return self.dialog
+
+    def offer_for(self, paths: list[str]) -> NewDatasetDialog | None:
+        """Dropped folders or images: the New Dataset dialog on the folder of class folders they
+        come from (a folder itself; for images, the folder above theirs). None for other files."""
+        if not paths:
+            return None
+        if all(os.path.isdir(p) for p in paths):
+            folder = Path(paths[0])
+        elif all(os.path.splitext(p)[1].lower() in EXTENSIONS for p in paths):
+            folder = Path(paths[0]).parent.parent
+        else:
+            return None
+        dialog = self.open_dialog()
+        dialog.folder.setText(str(folder))
+        if not dialog.output.text():
+            dialog.output.setText(str(folder.parent / f"{folder.name}_dataset"))
+        return dialog
 
     def ask_dataset_folder(self) -> str:
         title = "View Dataset (a data set folder or one LMDB)"

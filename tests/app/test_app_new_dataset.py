@@ -195,3 +195,31 @@ def test_new_net_for_this_dataset_opens_a_sized_net_untitled(qtbot, lenet_window
         return w.graph.scene.graph.shapes[name].tops
 
     qtbot.waitUntil(lambda: "ip2" in w.graph.scene.graph.shapes and shapes("ip2") == [(100, 3)])
+
+
+def drop(w, paths: list[Path]) -> None:
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)  # fmt: skip
+    w.dropEvent(event)
+
+
+def test_dropped_images_or_a_folder_offer_the_dialog(qtbot, lenet_window, tmp_path):
+    w = lenet_window
+    make_classes(tmp_path / "pics", 8)
+    before = w.doc.net.SerializeToString()
+    drop(w, [tmp_path / "pics" / "ant" / "0.png", tmp_path / "pics" / "bee" / "1.png"])
+    d = w.dataset_actions.dialog
+    assert d is not None and d.isVisible()
+    assert d.folder.text() == str(tmp_path / "pics") and d.output.text() == str(tmp_path / "pics_dataset")
+    assert d.table.rowCount() == 3 and d.create_button.isEnabled()
+    d.close()
+    drop(w, [tmp_path / "pics"])
+    assert w.dataset_actions.dialog is not d and w.dataset_actions.dialog.folder.text() == str(
+        tmp_path / "pics"
+    )
+    assert w.doc.net.SerializeToString() == before  # the net is untouched
