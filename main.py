@@ -130,6 +130,9 @@ def _parser() -> argparse.ArgumentParser:
                 "--drop-unknown-fields", action="store_true",
                 help="read prototxt without the fields BVLC Caffe's schema lacks (a fork's), saying which",
             )  # fmt: skip
+    from engine.cli.dataset_args import add_dataset_commands
+
+    add_dataset_commands(sub)  # convert_imageset, compute_image_mean (gflags, read by them), dataset
     return parser
 
 
@@ -171,6 +174,10 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         from engine.export.cli import run
 
         return run
+    if name == "dataset":
+        from engine.cli.dataset import run as run_dataset
+
+        return run_dataset
     if name == "shapes":
         from graph_view.cli_shapes import run as run_shapes
 
@@ -230,6 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = _command_first(list(sys.argv[1:] if argv is None else argv))
     if argv and not argv[0].startswith("-") and argv[0] not in _command_names():
         return _open_app(argv)
+    if argv and argv[0] in ("convert_imageset", "compute_image_mean"):  # Caffe's tools read gflags
+        from engine.cli.imageset_tools import main as run_tool
+
+        return run_tool(argv[0], argv[1:])
     args = _parser().parse_args(argv)
     if args.command is None:
         from app.main_window import run_app

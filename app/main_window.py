@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from app import commands, disk_watch, export_actions, files, opening, recovery, saving, train_checks
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
+from app.dataset.actions import install as install_dataset_actions
 from app.document import Change, Document
 from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER
@@ -355,6 +356,9 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event: QDropEvent) -> None:
         """A file dropped opens as File > Open would; a model dropped with its net opens both."""
         paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if self.dataset_actions.offer_for(paths):  # a folder or images: File > New Dataset from Images…
+            event.acceptProposedAction()
+            return
         models = [p for p in paths if files.is_model(p)]
         nets = [p for p in paths if not files.is_model(p)]
         if paths and self.maybe_save():
@@ -426,6 +430,7 @@ class MainWindow(QMainWindow):
         self.graph.toolbar.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         toolbar.addWidget(self.graph.toolbar)
         self.export_actions = export_actions.install(self)  # File > Export, Train > Train on a Cluster…
+        self.dataset_actions = install_dataset_actions(self)  # File > New Dataset from Images…
 
     def _update_actions(self) -> None:
         # Undo stays on while the editor holds text that does not parse: it drops that text.

@@ -69,7 +69,8 @@ def test_gray_decoding_and_resize(tmp_path):
     source = write_list(tmp_path / "list.txt", [f"{tmp_path}/img {i}.png {i}" for i in range(2)])
     top, out = forward(image_layer(np, source, 2, "is_color: false new_height: 3 new_width: 9"), np, 1)
     assert top[0].shape == (2, 1, 3, 9)
-    gray = np.asarray(Image.fromarray(pixels[1]).convert("L"))
+    r, g, b = pixels[1].astype(np.int64).transpose(2, 0, 1)
+    gray = ((9797 * r + 19234 * g + 3737 * b) >> 15).astype(np.uint8)  # libpng's rgb_to_gray, as OpenCV asks
     np.testing.assert_array_equal(out[0][0][1], resize_bilinear(gray[None], 3, 9))
 
 
@@ -96,7 +97,9 @@ def test_resize_matches_opencv_inter_linear_reference():
                 bottom = image[:, y1, x0] * (1 - fx) + image[:, y1, x1] * fx
                 want[:, y, x] = top * (1 - fy) + bottom * fy
         got = resize_bilinear(image, height, width).astype(np.float64)
-        assert np.abs(got - want).max() <= 0.5 + 1e-3
+        # OpenCV rounds its weights to 1/2048 and drops low bits in 16-bit multiplies: within one
+        # grey level of the exact value (the exact pixels are pinned by test_opencv_goldens).
+        assert np.abs(got - want).max() < 1
 
 
 def test_shuffle_draws_a_new_order_every_epoch(tmp_path):

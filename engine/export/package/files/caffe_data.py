@@ -82,8 +82,24 @@ def decode(data: bytes, color: bool | None) -> np.ndarray:
     opened = Image.open(io.BytesIO(data))
     if color is None:
         color = opened.mode not in ("L", "I;16", "1")
-    array = np.asarray(opened.convert("RGB" if color else "L"), np.uint8)
-    return array[:, :, ::-1].transpose(2, 0, 1).copy() if color else array[None].copy()
+    if not color:
+        return _gray(opened)[None].copy()
+    array = np.asarray(opened.convert("RGB"), np.uint8)
+    return array[:, :, ::-1].transpose(2, 0, 1).copy()
+
+
+def _gray(opened: Any) -> np.ndarray:
+    """A colour image made gray as OpenCV's decoder for its format does it (as the engine reads
+    it): libjpeg's luma, libpng's truncated rgb_to_gray, else OpenCV's 14-bit BGR2Gray."""
+    if opened.mode in ("L", "1") or opened.mode.startswith("I"):
+        return np.asarray(opened.convert("L"), np.uint8)
+    if opened.format == "JPEG":
+        opened.draft("L", opened.size)
+        return np.asarray(opened.convert("L"), np.uint8)
+    r, g, b = np.asarray(opened.convert("RGB"), np.int32).transpose(2, 0, 1)
+    if opened.format == "PNG":
+        return ((9797 * r + 19234 * g + 3737 * b) >> 15).astype(np.uint8)
+    return ((4899 * r + 9617 * g + 1868 * b + 8192) >> 14).astype(np.uint8)
 
 
 class Records:
@@ -144,7 +160,8 @@ class ImageListRecords(Records):
         with open(resolve(self.p.root_folder + name, self.roots), "rb") as f:
             data = f.read()
         if self.p.new_height > 0:
-            opened = Image.open(io.BytesIO(data)).convert("RGB" if self.p.is_color else "L")
+            pixels = decode(data, self.p.is_color)
+            opened = Image.fromarray(pixels[0] if len(pixels) == 1 else pixels[::-1].transpose(1, 2, 0))
             image = opened.resize((self.p.new_width, self.p.new_height), Image.Resampling.BILINEAR)
             buffer = io.BytesIO()
             image.save(buffer, format="PNG")

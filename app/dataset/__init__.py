@@ -1,0 +1,1 @@
+"""File > New Dataset from Images…: the dialog, its worker thread, and Use with This Net."""
