@@ -11,10 +11,4 @@ COMMANDS = ("deploy", "classify", "extract_features", "evaluate")
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"engine.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"engine.cli.{name}":
-                raise
-            continue  # not written yet
-        module.add_parser(sub)
+        importlib.import_module(f"engine.cli.{name}").add_parser(sub)

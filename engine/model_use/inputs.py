@@ -54,8 +54,9 @@ def folder_images(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and is_image_file(p))
 
 
-def read_list(path: Path) -> list[Item]:
-    """``path [label]`` lines; blank lines and ``#`` comments are skipped."""
+def read_list(path: Path, root: str | None = None) -> list[Item]:
+    """``path [label]`` lines; blank lines and ``#`` comments are skipped. With ``root`` each path is
+    ``root + path``, as ImageData's root_folder is prepended."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -69,8 +70,8 @@ def read_list(path: Path) -> list[Item]:
         head, _, tail = line.rpartition(" ")
         if head and tail.lstrip("-").isdigit():
             name, label = head.strip(), int(tail)
-        where = Path(name)
-        if not where.is_absolute() and not where.exists() and (path.parent / where).exists():
+        where = Path(root + name if root is not None else name)
+        if root is None and not where.is_absolute() and not where.exists() and (path.parent / where).exists():
             where = path.parent / where
         items.append(Item(str(where), label))
     if not items:
