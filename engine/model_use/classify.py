@@ -45,10 +45,19 @@ class Model:
         return int(np.prod(net.blobs[net.outputs[0]].data.shape[1:]))
 
 
-def deploy_net(path: str | os.PathLike[str], batch: int = 10) -> tuple[caffe_pb2.NetParameter, bool]:
-    """The net a Classifier is built from: the file itself when it is a deploy net, else the deploy
-    net derived from it with ``batch`` images a forward pass."""
-    net = textio.read_net(path)
+NetSource = str | os.PathLike[str] | caffe_pb2.NetParameter
+
+
+def deploy_net(
+    source: NetSource, batch: int = 10, net_path: str | os.PathLike[str] | None = None
+) -> tuple[caffe_pb2.NetParameter, bool]:
+    """The net a Classifier is built from: the net itself when it is a deploy net, else the deploy
+    net derived from it with ``batch`` images a forward pass. ``source`` is a file, or a net whose
+    relative paths are found from ``net_path``."""
+    if isinstance(source, caffe_pb2.NetParameter):
+        net, path = source, net_path
+    else:
+        net, path = textio.read_net(source), source
     if deploy.is_deploy(net):
         return net, False
     first = deploy.derive(net, path)
@@ -59,7 +68,7 @@ def deploy_net(path: str | os.PathLike[str], batch: int = 10) -> tuple[caffe_pb2
 
 
 def open_classifier(
-    model_path: str | os.PathLike[str],
+    model_path: NetSource,
     weights: str | None,
     *,
     mean: np.ndarray | None = None,
@@ -67,14 +76,18 @@ def open_classifier(
     raw_scale: float | None = None,
     channel_swap: Sequence[int] | None = None,
     image_dims: Sequence[int] | None = None,
+    net_path: str | os.PathLike[str] | None = None,
 ) -> Model:
-    """The Classifier; an option left None takes its value from the net's transform."""
-    net, derived = deploy_net(model_path)
+    """The Classifier (``weights`` None: the fillers' values); an option left None takes its value
+    from the net's transform. ``model_path`` may be a net, its files found from ``net_path``."""
+    net, derived = deploy_net(model_path, net_path=net_path)
+    if not isinstance(model_path, caffe_pb2.NetParameter):
+        net_path = model_path
     clf = Classifier(net, weights)
     shape = tuple(clf.blobs[clf.inputs[0]].data.shape)
     if len(shape) != 4:
-        raise DataError(f"{model_path}: the input '{clf.inputs[0]}' is {shape}, not N x C x H x W images")
-    chosen = preprocess.from_transform(preprocess.read_transform(net), shape, model_path)
+        raise DataError(f"the input '{clf.inputs[0]}' is {shape}, not N x C x H x W images")
+    chosen = preprocess.from_transform(preprocess.read_transform(net), shape, net_path)
     if mean is not None:
         chosen = chosen.with_changes(mean=preprocess.fit_mean(mean, shape))
     if input_scale is not None:
@@ -90,7 +103,7 @@ def open_classifier(
             clf, chosen.mean, chosen.input_scale, chosen.raw_scale, chosen.channel_swap
         )
     except Exception as exc:
-        raise DataError(f"{model_path}: {exc}") from exc
+        raise DataError(str(exc)) from exc
     if chosen.image_dims is not None:
         clf.image_dims = np.array(chosen.image_dims)
     return Model(clf, chosen, derived)

@@ -33,13 +33,23 @@ class Cancelled(EngineError):
 
 
 def test_data(
-    net_path: str | os.PathLike[str], channels: int, size: tuple[int, int] | None, data_paths: DataPaths
+    source: classify.NetSource,
+    channels: int,
+    size: tuple[int, int] | None,
+    data_paths: DataPaths,
+    net_path: str | os.PathLike[str] | None = None,
 ) -> datasets.LMDBData | datasets.ImageData:
-    """The data the train_val net's TEST data layer reads."""
-    net = filter_net(textio.read_net(net_path), caffe_pb2.NetState(phase=caffe_pb2.TEST))
+    """The data the train_val net's TEST data layer reads (relative sources found from the net's
+    file, the working directory, then ``data_paths``)."""
+    if isinstance(source, caffe_pb2.NetParameter):
+        param = source
+    else:
+        param, net_path = textio.read_net(source), source
+    net = filter_net(param, caffe_pb2.NetState(phase=caffe_pb2.TEST))
+    where = net_path or "the net"
     layers = [l for l in net.layer if deploy.is_data_layer(l) and l.type != "Input"]
     if not layers:
-        raise DataError(f"{net_path}: no TEST data layer to read (name the data: --data)")
+        raise DataError(f"{where}: no TEST data layer to read (name the data: --data)")
     layer = layers[0]
     if layer.type == "Data":
         source = layer.data_param.source
@@ -52,7 +62,7 @@ def test_data(
         resize = (p.new_height, p.new_width) if p.new_height and p.new_width else size
         return datasets.image_list(listing, 3 if p.is_color else 1, resize, p.root_folder)
     raise DataError(
-        f"{net_path}: the TEST data layer '{layer.name}' is {layer.type}; evaluate reads Data and ImageData "
+        f"{where}: the TEST data layer '{layer.name}' is {layer.type}; evaluate reads Data and ImageData "
         "layers (name the data: --data)"
     )
 
@@ -60,16 +70,26 @@ def test_data(
 class Evaluator:
     """The deploy net of ``net_path`` with ``weights``, ready to score batches of items."""
 
-    def __init__(self, net_path: str | os.PathLike[str], weights: str | None, batch_size: int = 32) -> None:
-        param, _ = classify.deploy_net(net_path, batch_size)
+    def __init__(
+        self,
+        source: classify.NetSource,
+        weights: str | None,
+        batch_size: int = 32,
+        net_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if not isinstance(source, caffe_pb2.NetParameter):
+            net_path = source
+        param, _ = classify.deploy_net(source, batch_size, net_path)
         if not param.layer or param.layer[0].type != "Input" or len(param.layer[0].input_param.shape) == 0:
-            raise DataError(f"{net_path}: evaluate needs an Input layer (or data layers to derive one)")
+            raise DataError(
+                f"{net_path or 'the net'}: evaluate needs an Input layer (or data layers to derive one)"
+            )
         shape = param.layer[0].input_param.shape[0]
         shape.dim[0] = batch_size
         self.input_name = param.layer[0].top[0]
         self.input_shape = tuple(int(d) for d in shape.dim)
         transform = preprocess.read_transform(param) or caffe_pb2.TransformationParameter()
-        folders = tuple(relative_paths.folders_from(net_path))
+        folders = tuple(relative_paths.folders_from(net_path)) if net_path else ()
         paths = DataPaths(search_from=folders)
         self.transformer = DataTransformer(transform, caffe_pb2.TEST, np.float32, paths)
         param.state.phase = caffe_pb2.TEST
@@ -155,21 +175,22 @@ def evaluate(
 
 def open_data(
     evaluator: Evaluator,
-    net_path: str | os.PathLike[str],
+    source: classify.NetSource,
     data: str | None,
     class_names: Sequence[str] | None,
     size: tuple[int, int] | None,
     data_paths: DataPaths,
+    net_path: str | os.PathLike[str] | None = None,
 ) -> datasets.LMDBData | datasets.ImageData:
     """The named data (LMDB, list or class folders), or the net's TEST data layer's."""
     size = size or evaluator.image_size()
     if data:
         return datasets.open_data(data, evaluator.channels, size, class_names)
-    return test_data(net_path, evaluator.channels, size, data_paths)
+    return test_data(source, evaluator.channels, size, data_paths, net_path)
 
 
-def default_paths(net_path: str | os.PathLike[str]) -> DataPaths:
-    return DataPaths(search_from=tuple(relative_paths.folders_from(net_path)))
+def default_paths(net_path: str | os.PathLike[str] | None) -> DataPaths:
+    return DataPaths(search_from=tuple(relative_paths.folders_from(net_path)) if net_path else ())
 
 
 __all__ = ["Cancelled", "Evaluation", "Evaluator", "evaluate", "open_data", "test_data"]

@@ -173,3 +173,27 @@ def test_a_labels_file_of_the_wrong_count_says_so(tmp_path, model, images, capsy
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: {labels} names 3 classes but the model gives 7 outputs"
+
+
+def test_inspection_gives_every_layer_with_its_statistics(model, images) -> None:
+    from engine.model_use.inspect import inspect
+
+    deploy, weights = model
+    opened = classify.open_classifier(deploy, str(weights), mean=MEAN, input_scale=0.02)
+    image = caffe.io.load_image(str(images[1]))
+    seen = inspect(opened, image)
+    assert [look.name for look in seen.layers] == ["data", "conv", "relu", "ip", "prob"]
+    want = classify.predict(opened, [image], oversample=False)[0]
+    np.testing.assert_allclose(seen.probabilities, want, atol=TOLERANCE, rtol=0)
+    assert [i for i, _ in seen.top(3)] == list(np.argsort(-want)[:3])
+    ip = seen.layer("ip")
+    assert ip is not None and ip.activation.shape == (7,)
+    net = caffe.Net(str(deploy), caffe.TEST, weights=str(weights))
+    np.testing.assert_array_equal(ip.weights[0], net.params["ip"][0].data)
+    w = net.params["ip"][0].data.astype(np.float64)
+    s = ip.weight_stats[0]
+    # float64 statistics of the same float32 values
+    assert (s.mean, s.min, s.max) == pytest.approx((w.mean(), w.min(), w.max()), abs=1e-9)
+    assert s.std == pytest.approx(w.std(), abs=1e-9) and s.counts.sum() == w.size
+    conv = seen.layer("conv")
+    assert conv is not None and conv.activation.shape == (4, 4, 4)
