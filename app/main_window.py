@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QToolButton,
 )
 
-from app import commands, export_actions, files, opening, recovery, saving, train_checks
+from app import commands, export_actions, files, menus, opening, recovery, saving, train_checks
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.document import Change, Document
@@ -380,6 +380,7 @@ class MainWindow(QMainWindow):
         self.graph.toolbar.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         toolbar.addWidget(self.graph.toolbar)
         self.export_actions = export_actions.install(self)  # File > Export, Train > Train on a Cluster…
+        self.model_menu = menus.add_model_menu(self)  # Model > Classify Image…, Evaluate on Data Set…
 
     def _update_actions(self) -> None:
         # Undo stays on while the editor holds text that does not parse: it drops that text.
