@@ -216,7 +216,7 @@ class EvaluateDialog(QDialog):
                 item = QTableWidgetItem(str(int(matrix[r, c])))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 colour = QColor(HEAT)
-                colour.setAlphaF(float(share[r, c]) * 0.85)
+                colour.setAlphaF(float(np.sqrt(share[r, c])) * 0.85)  # a few mistakes still show
                 item.setBackground(QBrush(colour))
                 if share[r, c] > 0.5:
                     item.setForeground(QBrush(QColor("white")))
