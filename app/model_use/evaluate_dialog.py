@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -31,13 +31,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.model_use import sources
+from app.model_use import pictures, sources
 from app.model_use.worker import Worker
+from engine.model_use import datasets, metrics
 from engine.model_use import evaluate as scoring
-from engine.model_use import metrics
 from proto.atomic import write_text_atomic
 
 MISTAKES = 20
+CELL_THUMBNAILS = 60  # pictures read for a cell's list; the rest show by name
+THUMB = 40
 HEAT = QColor("#1f77b4")
 
 
@@ -53,6 +55,10 @@ class EvaluateDialog(QDialog):
         self.worker.done.connect(self._show)
         self.worker.failed.connect(self._failed)
         self.worker.busy_changed.connect(self._busy)
+        self.data_set: datasets.LMDBData | datasets.ImageData | None = None  # gives the thumbnails
+        self.thumbnails = {"cell": Worker(self), "mistakes": Worker(self)}
+        for which, worker in self.thumbnails.items():
+            worker.done.connect(lambda pictures, w=which: self._set_icons(w, pictures))
 
         self.weights = QComboBox()
         sources.fill_combo(self.weights, window)
@@ -95,6 +101,8 @@ class EvaluateDialog(QDialog):
         self.per_class.verticalHeader().hide()
         self.cell_items = QListWidget()
         self.mistakes = QListWidget()
+        for view in (self.cell_items, self.mistakes):
+            view.setIconSize(QSize(THUMB, THUMB))
         side = QVBoxLayout()
         parts: tuple[tuple[str, QWidget], ...] = (
             ("Per class", self.per_class),
@@ -122,7 +130,7 @@ class EvaluateDialog(QDialog):
         layout.addWidget(self.status)
         layout.addWidget(self.summary)
         layout.addWidget(splitter, 1)
-        self.finished.connect(lambda _result: self.worker.cancel())
+        self.finished.connect(lambda _result: self._stop_all())
 
     # ---- asking (tests replace these) --------------------------------------------------------
     def ask_data_path(self, folder: bool) -> str:
@@ -156,13 +164,18 @@ class EvaluateDialog(QDialog):
             try:
                 paths = scoring.default_paths(net_path)
                 found = scoring.open_data(evaluator, net, data, None, None, paths, net_path)
-                return scoring.evaluate(evaluator, found, progress=progress, cancelled=cancelled)
+                result = scoring.evaluate(evaluator, found, progress=progress, cancelled=cancelled)
+                return result, found
             finally:
                 evaluator.close()
 
         self.status.setText("Evaluating…")
         self.progress.setValue(0)
         self.worker.start(work)
+
+    def _stop_all(self) -> None:
+        for worker in (self.worker, *self.thumbnails.values()):
+            worker.cancel()
 
     def cancel(self) -> None:
         self.worker.cancel()
@@ -181,7 +194,8 @@ class EvaluateDialog(QDialog):
         self.status.setText("Cancelled." if message == "evaluation cancelled" else message)
 
     # ---- results -----------------------------------------------------------------------------
-    def _show(self, result: metrics.Evaluation) -> None:
+    def _show(self, answer: tuple[metrics.Evaluation, datasets.LMDBData | datasets.ImageData]) -> None:
+        result, self.data_set = answer
         self.evaluation = result
         n = result.count
         self.status.setText(f"Evaluated {n} items.")
@@ -193,12 +207,14 @@ class EvaluateDialog(QDialog):
         self._fill_per_class(result)
         self.mistakes.clear()
         predicted = result.predicted
-        for i in result.mistakes(MISTAKES):
+        wrong = result.mistakes(MISTAKES)
+        for i in wrong:
             guess = int(predicted[i])
             self.mistakes.addItem(
                 f"{os.path.basename(result.names[i])}: {result.classes[guess]} "
                 f"({result.probs[i, guess]:.3f}), is {result.classes[result.labels[i]]}"
             )
+        self._fetch_thumbnails("mistakes", wrong)
         self.export_button.setEnabled(True)
 
     def _fill_matrix(self, result: metrics.Evaluation) -> None:
@@ -252,8 +268,36 @@ class EvaluateDialog(QDialog):
         self.cell_items.clear()
         if self.evaluation is None:
             return
-        for i in self.evaluation.items(row, column):
+        items = self.evaluation.items(row, column)
+        for i in items:
             self.cell_items.addItem(self.evaluation.names[i])
+        self._fetch_thumbnails("cell", items[:CELL_THUMBNAILS])
+
+    def _fetch_thumbnails(self, which: str, indices: list[int]) -> None:
+        """The items' pictures, read off the GUI thread; they become the list's icons."""
+        data, result = self.data_set, self.evaluation
+        if data is None or result is None or not indices:
+            return
+        names = [result.names[i] for i in indices]
+
+        def work(progress, cancelled):
+            pictures = []
+            for row, (index, name) in enumerate(zip(indices, names)):
+                if cancelled():
+                    break
+                try:
+                    pictures.append((row, data.fetch(index, name)))
+                except Exception:
+                    continue
+            return pictures
+
+        self.thumbnails[which].start(work)
+
+    def _set_icons(self, which: str, pictures: list[tuple[int, np.ndarray]]) -> None:
+        listing = self.cell_items if which == "cell" else self.mistakes
+        for row, item in pictures:
+            if row < listing.count():
+                listing.item(row).setIcon(QIcon(thumbnail(item)))
 
     def export(self, path: str) -> None:
         """The matrix to ``path``, the per-class table beside it (``*_per_class.csv``)."""
@@ -266,3 +310,16 @@ class EvaluateDialog(QDialog):
             self.status.setText(f"{path}: {exc.strerror or exc}")
             return
         self.status.setText(f"Exported {path}")
+
+
+def thumbnail(item: np.ndarray) -> QPixmap:
+    """A C x H x W item (BGR bytes as Caffe stores them, or floats) as a small picture."""
+    data = np.asarray(item)
+    if data.dtype != np.uint8:
+        low, high = float(data.min()), float(data.max())
+        data = ((data - low) / ((high - low) or 1.0) * 255).astype(np.uint8)
+    if data.shape[0] == 1:
+        pixmap = pictures.grey_pixmap(data[0])
+    else:
+        pixmap = pictures.image_pixmap(data[2::-1].transpose(1, 2, 0) / 255.0)
+    return pixmap.scaled(THUMB, THUMB, Qt.AspectRatioMode.KeepAspectRatio)

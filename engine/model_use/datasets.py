@@ -41,6 +41,16 @@ class LMDBData:
     def describe(self) -> str:
         return f"the LMDB {self.path} ({self.count} records)"
 
+    def fetch(self, index: int, name: str) -> np.ndarray:
+        """Item ``index`` of the evaluation (its record's place in key order), as C x H x W uint8."""
+        source = LMDBSource(self.path)
+        try:
+            key, value = source.read(index, 1)[0]
+            where = f"{self.path} record {key.decode(errors='replace')}"
+            return np.asarray(datum_to_array(parse_datum(value, where), where, lambda: None))
+        finally:
+            source.close()
+
     def batches(self, size: int, warn: Callable[[str], None]) -> Iterator[Batch]:
         source = LMDBSource(self.path)
         try:
@@ -72,6 +82,10 @@ class ImageData:
 
     def describe(self) -> str:
         return f"{self.what} ({self.count} images)"
+
+    def fetch(self, index: int, name: str) -> np.ndarray:
+        """The image ``name`` as C x H x W uint8 (as read, not resized)."""
+        return read_image(name, "gray" if self.channels == 1 else "color")
 
     def batches(self, size: int, warn: Callable[[str], None]) -> Iterator[Batch]:
         for start in range(0, self.count, size):

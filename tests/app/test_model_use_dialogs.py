@@ -66,9 +66,11 @@ def window(qtbot, tmp_path):
     w.paths = (net_path, weights, labels)
     yield w
     for dialog in (w.model_menu.classify_dialog, w.model_menu.evaluate_dialog):
-        if dialog is not None:
-            dialog.worker.cancel()
-            dialog.worker.wait()
+        if dialog is None:
+            continue
+        for worker in (dialog.worker, *getattr(dialog, "thumbnails", {}).values()):
+            worker.cancel()
+            worker.wait()
     w.training.shutdown()
 
 
@@ -132,6 +134,10 @@ def test_evaluate_counts_equal_the_clis_and_a_cell_lists_its_images(qtbot, windo
     listed = [dialog.cell_items.item(i).text() for i in range(dialog.cell_items.count())]
     assert len(listed) == want[r, c]
     assert all(labels[int(key)] == r for key in listed)  # LMDB keys: the item's index
+    # Each listed image, and each of the most confident mistakes, gets its picture.
+    qtbot.waitUntil(lambda: not dialog.cell_items.item(0).icon().isNull(), timeout=10000)
+    assert dialog.mistakes.count() == min(20, 40 - int(np.trace(want)))
+    qtbot.waitUntil(lambda: not dialog.mistakes.item(0).icon().isNull(), timeout=10000)
 
     out = tmp_path / "gui.csv"
     dialog.export(str(out))
