@@ -309,6 +309,9 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event: QDropEvent) -> None:
         """A file dropped opens as File > Open would; a model dropped with its net opens both."""
         paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if self.model_menu.take_dropped(paths):  # an image, while a model is loaded: classified
+            event.acceptProposedAction()
+            return
         models = [p for p in paths if files.is_model(p)]
         nets = [p for p in paths if not files.is_model(p)]
         if paths and self.maybe_save():

@@ -31,6 +31,23 @@ class ModelMenu:
         dialog.show()
         return dialog
 
+    def take_dropped(self, paths: list[str]) -> bool:
+        """An image dropped on the window while weights are at hand (a run's snapshot, an opened
+        model): Classify Image… on it. False for anything else (the window opens it as a file)."""
+        from app.model_use.sources import weight_choices
+        from engine.model_use.inputs import is_image_file
+
+        images = [p for p in paths if is_image_file(p)]
+        if len(images) != len(paths) or not images:
+            return False
+        if not any(path for _label, path in weight_choices(self.window)):
+            return False
+        dialog = self.classify_dialog
+        if dialog is None or not dialog.isVisible():
+            dialog = self.open_classify()
+        dialog.classify(images[0])
+        return True
+
     def open_evaluate(self) -> EvaluateDialog:
         from app.model_use.evaluate_dialog import EvaluateDialog
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
 
 import main
 from app.main_window import MainWindow
@@ -106,6 +107,22 @@ def test_classify_shows_the_top_5_and_a_layers_mosaic_and_statistics(qtbot, wind
     names = [l.name for l in window.doc.net.layer]
     window.selection.select(names.index("ip"))
     assert dialog.current_layer().name == "ip"
+    dialog.close()
+
+
+def test_an_image_dropped_on_the_window_is_classified(qtbot, window, tmp_path) -> None:
+    picture = tmp_path / "dropped.png"
+    Image.fromarray(np.zeros((6, 6, 3), np.uint8)).save(picture)
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(picture))])
+    drop = QDropEvent(QPointF(50, 50), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier)  # fmt: skip
+    path_before = window.doc.net_path
+    window.dropEvent(drop)
+    dialog = window.model_menu.classify_dialog
+    assert dialog is not None and dialog.isVisible()
+    qtbot.waitUntil(lambda: dialog.inspection is not None, timeout=10000)
+    assert window.doc.net_path == path_before  # the net stays open: the image was not "opened"
     dialog.close()
 
 
