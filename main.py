@@ -124,6 +124,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--phase", choices=PHASES, default="TEST")
     p.add_argument("--dynamic-batch", action="store_true", help="ONNX: leave the batch axis free")
     p.add_argument("--force", action="store_true", help="--solver: replace a package written there earlier")
+    from engine.cli import model_use
+
+    model_use.add_parsers(sub)
     for name, subparser in sub.choices.items():  # every command that reads a prototxt
         if name != "device_query":
             subparser.add_argument(
@@ -182,6 +185,8 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         from graph_view.cli_shapes import run as run_shapes
 
         return run_shapes
+    from engine.cli import model_use
+
     modules = {
         "splits": "splits",
         "time": "time",
@@ -189,6 +194,7 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         "fill": "fill",
         "train": "train",
         "test": "score",
+        **{name: name for name in model_use.COMMANDS},  # engine/cli/<name>.py
     }
     import importlib
 

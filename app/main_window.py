@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QToolButton,
 )
 
-from app import commands, disk_watch, export_actions, files, opening, recovery, saving, train_checks
+from app import commands, disk_watch, export_actions, files, menus, opening, recovery, saving, train_checks
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.dataset.actions import install as install_dataset_actions
@@ -356,6 +356,9 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event: QDropEvent) -> None:
         """A file dropped opens as File > Open would; a model dropped with its net opens both."""
         paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if self.model_menu.take_dropped(paths):  # an image, while a model is loaded: classified
+            event.acceptProposedAction()
+            return
         if self.dataset_actions.offer_for(paths):  # a folder or images: File > New Dataset from Images…
             event.acceptProposedAction()
             return
@@ -431,6 +434,7 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(self.graph.toolbar)
         self.export_actions = export_actions.install(self)  # File > Export, Train > Train on a Cluster…
         self.dataset_actions = install_dataset_actions(self)  # File > New Dataset from Images…
+        self.model_menu = menus.add_model_menu(self)  # Model > Classify Image…, Evaluate on Data Set…
 
     def _update_actions(self) -> None:
         # Undo stays on while the editor holds text that does not parse: it drops that text.

@@ -135,3 +135,10 @@ def fill_view_menu(
     menu.addSeparator()
     menu.addActions(extra)
     return made
+
+
+def add_model_menu(window: QMainWindow):
+    """Model > Classify Image…, Evaluate on Data Set… (app/model_use), after the Train menu."""
+    from app.model_use.menu import ModelMenu
+
+    return ModelMenu(window, window.menuBar().addMenu("&Model"))

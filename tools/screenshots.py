@@ -5,7 +5,8 @@
 Each picture is one function below that puts a fresh main window into a state a user reaches by
 hand (open a net, pick a layer, switch a view, press Train), waits until the window shows what it
 should, and saves ``OUT_DIR/NAME.png``. Nothing is written anywhere else: nets are opened from
-copies in a temporary folder, and training runs there without snapshots.
+copies in a temporary folder, and training runs there (its final snapshot, there too, is what
+the Model pictures classify and evaluate with).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class Shots:
 
     def __init__(self, out: Path) -> None:
         self.out = out
+        self.lenet_model: str | None = None  # LeNet's weights once a picture trained it
         self.tmp = Path(tempfile.mkdtemp(prefix="barista-shots-"))
         shutil.copytree(EXAMPLES, self.tmp / "examples")
         # The bundled MNIST: the user's converted copy when there is one, else a copy made in the
@@ -220,6 +222,57 @@ def command_line(shots: Shots) -> MainWindow:
     return window  # type: ignore[return-value]
 
 
+def _digit(shots: Shots) -> Path:
+    """The first digit of the bundled MNIST's test set (a 7), as a PNG in the temporary folder."""
+    from PIL import Image
+
+    from engine.data.lmdb_source import LMDBSource
+    from proto import caffe_pb2
+
+    source = LMDBSource(mnist.default_folder() / "mnist_test_lmdb")
+    datum = caffe_pb2.Datum.FromString(source.read(0, 1)[0][1])
+    source.close()
+    path = shots.tmp / "digit.png"
+    Image.frombytes("L", (datum.width, datum.height), datum.data).save(path)
+    return path
+
+
+def classify(shots: Shots) -> MainWindow:
+    """Model > Classify Image… on an MNIST digit with the LeNet just trained in the app: the top 5,
+    conv1's activations and weights with their statistics."""
+    window = training(shots)
+    run = window.training.controller.current
+    assert run is not None
+    shots.lenet_model = next(p for p in reversed(run.snapshots) if p.endswith(".caffemodel"))
+    dialog = window.model_menu.open_classify()
+    dialog.resize(1180, 720)
+    dialog.classify(str(_digit(shots)))
+    wait_until(lambda: dialog.inspection is not None, 60, "the classification")
+    dialog.show_layer("conv1")
+    window.shown_dialog = dialog  # type: ignore[attr-defined]
+    return window
+
+
+def evaluate(shots: Shots) -> MainWindow:
+    """Model > Evaluate on Data Set… on MNIST's 10,000 test digits: accuracy, the confusion matrix."""
+    if shots.lenet_model is None:
+        shots.close(classify(shots))
+    model = shots.lenet_model
+    assert model is not None
+    window = MainWindow()
+    window.ask_unsaved_changes = lambda *args: "discard"  # type: ignore[method-assign]
+    window.open_file(shots.tmp / "examples" / "mnist" / "lenet_train_test.prototxt", model)
+    window.resize(*SIZE)
+    window.show()
+    dialog = window.model_menu.open_evaluate()
+    dialog.resize(1180, 720)
+    dialog.run()
+    wait_until(lambda: dialog.evaluation is not None, 300, "the evaluation")
+    dialog.show_cell(9, 4)
+    window.shown_dialog = dialog  # type: ignore[attr-defined]
+    return window
+
+
 PICTURES: dict[str, Callable[[Shots], MainWindow]] = {
     "main_window": main_window,
     "canvas": canvas,
@@ -229,6 +282,8 @@ PICTURES: dict[str, Callable[[Shots], MainWindow]] = {
     "training": training,
     "export": export,
     "command_line": command_line,
+    "classify": classify,
+    "evaluate": evaluate,
 }
 
 

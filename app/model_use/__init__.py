@@ -1,0 +1,1 @@
+"""The window's Model menu: Classify Image… and Evaluate on Data Set…, on engine/model_use."""
