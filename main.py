@@ -112,6 +112,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", default="", help="a .caffemodel to export (default: the fillers')")
     p.add_argument("--phase", choices=PHASES, default="TEST")
     p.add_argument("--dynamic-batch", action="store_true", help="ONNX: leave the batch axis free")
+
+    from engine.cli.compare_init import add_arguments as compare_init_arguments
+
+    compare_init_arguments(sub.add_parser("compare-init", help="train one net under several initialisations"))
     for name, subparser in sub.choices.items():  # every command that reads a prototxt
         if name != "device_query":
             subparser.add_argument(
@@ -170,6 +174,7 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         "fill": "fill",
         "train": "train",
         "test": "score",
+        "compare-init": "compare_init",
     }
     import importlib
 
