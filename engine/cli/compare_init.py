@@ -16,6 +16,7 @@ import argparse
 import math
 import os
 import sys
+import warnings
 from typing import TYPE_CHECKING
 
 from engine import events
@@ -81,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
         data_paths=data_paths,
     )  # fmt: skip
     files = [args.solver, param.net, param.train_net, *param.test_net]
-    with pymodules.for_nets(files, nets):
+    with pymodules.for_nets(files, nets), warnings.catch_warnings():
+        # A diverging variant overflows in the engine's worker threads; its verdict says so, once.
+        warnings.simplefilter("ignore", RuntimeWarning)
         curves = experiment.run()
     if progress.failed:
         raise common.CliError(progress.failed)

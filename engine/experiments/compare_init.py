@@ -2,11 +2,13 @@
 
 Each variant is a filler setting for the weights (engine/experiments/filler_spec.py). Its solver
 is the user's, with the variant's filler in the net's weight fillers and ``random_seed`` set to
-the experiment's seed, so every variant draws its fillers from the same seed, reads the same
-records in the same order and gets the same per-iteration noise (dropout): the initialisation is
-the only difference. The variants take turns, one iteration each, in the calling thread, so their
-curves grow together; each batch is fingerprinted so that a data layer drawing at random in a way
-the seed does not fix shows as ``batches_differ_at``.
+the experiment's seed, so every variant reads the same records in the same order and gets the same
+per-iteration noise (dropout); each layer's parameters are drawn from (seed, layer name)
+(engine/experiments/seeded_fill.py), so a variant that changes one layer's filler starts every
+other layer as the others do: the initialisation is the only difference. The variants take
+turns, one iteration each, in the calling thread, so their curves grow together; each batch is
+fingerprinted so that a data layer drawing at random in a way the seed does not fix shows as
+``batches_differ_at``.
 
 What is recorded per variant and reported as events (engine/experiments/events.py): the loss of
 every iteration (and its smoothing over the solver's average_loss), the test net's scores every
@@ -31,7 +33,7 @@ from engine import backend, events, rng
 from engine.data.paths import DEFAULT, DataPaths
 from engine.errors import EngineError
 from engine.experiments import events as exp
-from engine.experiments import filler_spec, layer_stats
+from engine.experiments import filler_spec, layer_stats, seeded_fill
 from engine.experiments.verdict import Verdict, judge
 from engine.net import Net
 from engine.solvers import Solver, create_solver
@@ -71,6 +73,7 @@ class Curves:
     dead: list[tuple[float, ...]] = field(default_factory=list)
     batches: list[str] = field(default_factory=list)  # a digest of each iteration's train batch
     error: str | None = None
+    diverged: bool = False  # the error is a loss that became NaN or infinite
     verdict: Verdict | None = None
 
     def accuracy(self, name: str) -> list[tuple[int, float]]:
@@ -126,6 +129,8 @@ class CompareInit:
         names = [v.name for v in variants]
         if len(set(names)) != len(names):
             raise filler_spec.SpecError(f"two variants are named '{_first_repeat(names)}'")
+        if seed < 0:
+            raise filler_spec.SpecError(f"the seed must be 0 or more, got {seed}")
         if iterations < 1:
             raise filler_spec.SpecError(f"iterations must be at least 1, got {iterations}")
         self.param = inline_nets(param)
@@ -258,11 +263,17 @@ class CompareInit:
         for k, curves in enumerate(self.curves):
             name, chance = accuracy if accuracy else ("", None)
             curves.verdict = judge(
-                curves.loss, curves.accuracy(name) if name else [], chance, len(curves.loss), curves.error
+                curves.loss,
+                curves.accuracy(name) if name else [],
+                chance,
+                len(curves.loss),
+                curves.error,
+                curves.diverged,
             )
             self._emit(exp.Judged(k, curves.verdict))
 
-    def _solver_param(self, variant: Variant) -> caffe_pb2.SolverParameter:
+    def solver_param(self, variant: Variant) -> caffe_pb2.SolverParameter:
+        """The solver ``variant`` trains with: its filler in, seeded, no snapshots, no display."""
         p = caffe_pb2.SolverParameter()
         p.CopyFrom(self.param)
         for net in nets_of(p):
@@ -284,11 +295,12 @@ class CompareInit:
     def _build(self, k: int) -> Solver | None:
         try:
             solver = create_solver(
-                self._solver_param(self.variants[k]),
+                self.solver_param(self.variants[k]),
                 xp=self.xp,
                 log_fn=lambda _line: None,
                 data_paths=self.data_paths,
             )
+            seeded_fill.refill(solver.net, self.seed)  # each layer's start depends on its own filler
         except EngineError as exc:
             self._fail(k, str(exc))
             return None
@@ -312,6 +324,8 @@ class CompareInit:
         try:
             solver.step(1)
         except EngineError as exc:
+            # The solver refuses a non-finite loss before reporting it: "Iteration N: loss is nan; ..."
+            self.curves[k].diverged = ": loss is " in str(exc)
             self._fail(k, str(exc))
             return
         except Exception as exc:  # a variant's failure ends that variant, never the experiment

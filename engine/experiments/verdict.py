@@ -2,7 +2,8 @@
 
 The rule, from what the run recorded:
 
-- a run that raised (a non-finite loss, a filler refusing a blob) **failed** and says why;
+- a run whose loss became NaN or infinite **diverged**; one that raised otherwise (a filler
+  refusing a blob's shape) **failed**; both say why;
 - with a test accuracy (an Accuracy output of the test net), progress is how far the last score
   got from chance to 100%: ``p = (acc - chance) / (1 - chance)``, chance being top_k / classes.
   p >= 0.5: **learned** ("learned: 97.8% after 500 iterations"); 0.1 <= p < 0.5: **learned a
@@ -21,13 +22,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-LEARNED, A_LITTLE, NOT, FAILED = "learned", "learned a little", "did not learn", "failed"
+LEARNED, A_LITTLE, NOT = "learned", "learned a little", "did not learn"
+DIVERGED, FAILED = "diverged", "failed"
 GOOD, SOME = 0.5, 0.1  # progress from chance towards 100% (or fall of the loss) for each word
 
 
 @dataclass(frozen=True)
 class Verdict:
-    word: str  # LEARNED, A_LITTLE, NOT or FAILED
+    word: str  # LEARNED, A_LITTLE, NOT, DIVERGED or FAILED
     text: str  # the line shown: "learned: 97.8% after 500 iterations"
     final_loss: float
     best_accuracy: float  # NaN without a test accuracy
@@ -51,8 +53,10 @@ def judge(
     chance: float | None,
     iterations: int,
     error: str | None = None,
+    diverged: bool = False,
 ) -> Verdict:
-    """``tests``: (iteration, accuracy) in order; ``chance`` None when the net has no accuracy."""
+    """``tests``: (iteration, accuracy) in order; ``chance`` None when the net has no accuracy;
+    ``error``, why the run ended early (``diverged``: its loss was not finite)."""
     final = losses[-1] if losses else math.nan
     scores = [a for _, a in tests]
     best = max(scores) if scores else math.nan
@@ -60,7 +64,8 @@ def judge(
     if chance is not None:
         beat = next((it for it, a in tests if progress(a, chance) >= SOME), None)
     if error:
-        return Verdict(FAILED, f"failed: {error}", final, best, beat)
+        word = DIVERGED if diverged else FAILED
+        return Verdict(word, f"{word}: {error}", final, best, beat)
     if not losses:
         return Verdict(NOT, "did not learn: no iteration ran", final, best, beat)
     after = f"after {iterations} iteration{'s' if iterations != 1 else ''}"
