@@ -29,6 +29,7 @@ from app import commands, export_actions, files, opening, recovery, saving, trai
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.document import Change, Document
+from app.experiments import actions as compare_init
 from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER
 from app.fillers.docks import add_initialisation_docks
@@ -380,6 +381,7 @@ class MainWindow(QMainWindow):
         self.graph.toolbar.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         toolbar.addWidget(self.graph.toolbar)
         self.export_actions = export_actions.install(self)  # File > Export, Train > Train on a Cluster…
+        self.compare_init = compare_init.install(self)  # Train > Compare Initialisations…
 
     def _update_actions(self) -> None:
         # Undo stays on while the editor holds text that does not parse: it drops that text.

@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="", help="write the curves to this .json or .csv file")
     p.add_argument("--test-interval", type=int, help="test every N iterations (default: the solver's, "
                    "at most a tenth of the run)")  # fmt: skip
-    p.add_argument("--test-iter", type=int, help="test batches per test (default: the solver's)")
+    p.add_argument("--test-iter", type=int, help="test batches per test (default: the solver's, at most 10)")
     p.add_argument("--stats-every", type=int, default=1, help="per-layer statistics every N iterations")
 
 

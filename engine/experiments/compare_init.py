@@ -40,6 +40,7 @@ from engine.solvers import Solver, create_solver
 from proto import caffe_pb2
 
 MIN_VARIANTS, MAX_VARIANTS = 2, 6
+TEST_ITER = 10  # test batches by default, at most (LeNet's solver asks for 100 batches of 100)
 Listener = Callable[[exp.Event], None]
 
 
@@ -121,7 +122,8 @@ class CompareInit:
         xp: Any = None,
     ) -> None:
         """``param``: the user's solver (its net files are read here); ``test_interval`` defaults
-        to the solver's, at most a tenth of the run; ``test_iter``, to the solver's."""
+        to the solver's, at most a tenth of the run; ``test_iter``, to the solver's, at most
+        TEST_ITER batches (the experiment compares variants, it does not score a model)."""
         if not MIN_VARIANTS <= len(variants) <= MAX_VARIANTS:
             raise filler_spec.SpecError(
                 f"give {MIN_VARIANTS} to {MAX_VARIANTS} variants to compare, not {len(variants)}"
@@ -151,6 +153,7 @@ class CompareInit:
         self.solvers: list[Solver | None] = []
         self.curves = [Curves(v.name, v.spec) for v in self.variants]
         self.batches_differ_at: int | None = None
+        self.accuracy: tuple[str, float] | None = None  # the test score judged, its chance level
         self._plotted: list[int] = []
         self._relus: list[bool] = []
         self._windows: list[collections.deque[float]] = []
@@ -236,7 +239,7 @@ class CompareInit:
         net = built[0].net
         plotted = layer_stats.plotted_layers(net)
         relus = layer_stats.relu_outputs(net, plotted)
-        accuracy = _accuracy_output(built[0])
+        accuracy = self.accuracy = _accuracy_output(built[0])
         self._plotted, self._relus = plotted, relus
         average = max(1, built[0].param.average_loss)
         self._windows = [collections.deque[float](maxlen=average) for _ in self.variants]
@@ -290,6 +293,8 @@ class CompareInit:
             p.test_interval = min(p.test_interval, max(1, self.iterations // 10))
         if self.test_iter is not None:
             p.test_iter[:] = [self.test_iter] * len(p.test_iter)
+        else:
+            p.test_iter[:] = [min(n, TEST_ITER) for n in p.test_iter]
         return p
 
     def _build(self, k: int) -> Solver | None:

@@ -132,9 +132,9 @@ def check_layers(net: caffe_pb2.NetParameter, names: Sequence[str]) -> None:
     by_name = {layer.name: layer for layer in net.layer}
     for name in names:
         if name not in by_name:
-            raise SpecError(f"--layers: the net has no layer '{name}'")
+            raise SpecError(f"the net has no layer '{name}'")
         if not weight_paths(by_name[name]):
-            raise SpecError(f"--layers: layer '{name}' ({by_name[name].type}) has no weights to fill")
+            raise SpecError(f"layer '{name}' ({by_name[name].type}) has no weights to fill")
 
 
 def apply(net: caffe_pb2.NetParameter, filler: FillerParameter | None, layers: Sequence[str] = ()) -> None:
