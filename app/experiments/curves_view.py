@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from app.plot_palette import follow_palette
 from engine.experiments.compare_init import CompareInit, Curves
+from engine.experiments.filler_spec import PRESETS
 
 COLOURS = ("#3b6fb6", "#e07b00", "#2a9d4a", "#c0392b", "#8e44ad", "#8c6d1f")
 STATS = (  # (Curves attribute, plot title, log y)
@@ -27,7 +28,8 @@ STATS = (  # (Curves attribute, plot title, log y)
 
 
 def legend_name(curves: Curves) -> str:
-    return curves.name if curves.name == curves.spec else f"{curves.name}: {curves.spec}"
+    """A preset's label, or the variant's name and its filler where the name does not say it."""
+    return curves.name if curves.name in (curves.spec, *PRESETS) else f"{curves.name}: {curves.spec}"
 
 
 class CurvesView(QWidget):
@@ -38,12 +40,14 @@ class CurvesView(QWidget):
         self.layer_combo.setToolTip("The layer whose activations, gradient and dead ReLUs are drawn")
         self.layer_combo.currentIndexChanged.connect(lambda _i: self.refresh())
         self.view = pg.GraphicsLayoutWidget(self)
-        self.loss_plot = self.view.addPlot(row=0, col=0, colspan=3, title="loss (smoothed)")
-        self.accuracy_plot = self.view.addPlot(row=0, col=3, colspan=3, title="test accuracy")
+        top, bottom = self.view.addLayout(row=0, col=0), self.view.addLayout(row=1, col=0)
+        self.loss_plot = top.addPlot(row=0, col=0, title="loss (smoothed, log scale)")
+        self.loss_plot.setLogMode(y=True)  # 87 (a saturated softmax) and 0.05 on one axis
+        self.accuracy_plot = top.addPlot(row=0, col=1, title="test accuracy")
         self.legend = self.loss_plot.addLegend(offset=(-4, 4))
         self.stat_plots = {}
         for i, (key, title, log) in enumerate(STATS):
-            plot = self.view.addPlot(row=1, col=2 * i, colspan=2, title=title)
+            plot = bottom.addPlot(row=0, col=i, title=title)
             plot.setLogMode(y=log)
             self.stat_plots[key] = plot
         self.plots = [self.loss_plot, self.accuracy_plot, *self.stat_plots.values()]

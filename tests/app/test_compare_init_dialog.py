@@ -64,7 +64,7 @@ def test_the_dialog_trains_every_variant_and_overlays_their_curves(qtbot, window
     view = dialog.curves
     assert [view.points(k) for k in range(2)] == [20, 20]  # one loss curve per variant, every iteration
     names = [label.text for _sample, label in view.legend.items]
-    assert names == ["constant 0 (Caffe's default): constant value=0", "xavier"]
+    assert names == ["constant 0 (Caffe's default)", "xavier"]
     tested = view.accuracy_items[1].getData()[0]
     assert list(tested) == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20]  # a tenth of the run, and the end
     # The per-layer panel starts on ip1, the ReLU layer: the zero net's outputs are all dead there.
