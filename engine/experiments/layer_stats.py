@@ -51,13 +51,22 @@ class Snapshot:
 
 
 def activations(net: Net, layers: list[int]) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The mean and std of each layer's first top, in float64."""
+    """The mean and std of each layer's first top, to some 1e-6 relative: the variance is E[x^2] -
+    mean^2 from a BLAS dot in the blob's type (the statistics are taken while training, every
+    iteration: ten times faster than a float64 copy), or, where that difference would cancel (a
+    spread under a third of the mean), the dot of the centred values."""
     means, stds = [], []
     for i in layers:
-        top = net.top_vecs[i][0].data
+        top = net.top_vecs[i][0].data.ravel()
         xp = backend.get_array_module(top)
-        means.append(float(xp.mean(top, dtype=np.float64)))
-        stds.append(float(xp.std(top, dtype=np.float64)))
+        n = max(top.size, 1)
+        mean = float(top.sum(dtype=np.float64)) / n
+        var = float(xp.dot(top, top)) / n - mean * mean
+        if var < 0.1 * mean * mean:
+            centred = top - top.dtype.type(mean)
+            var = float(xp.dot(centred, centred)) / n
+        means.append(mean)
+        stds.append(math.sqrt(max(var, 0.0)))
     return tuple(means), tuple(stds)
 
 
@@ -68,9 +77,9 @@ def gradient_norms(net: Net, layers: list[int]) -> tuple[float, ...]:
         if not net.blob_need_backward[net.top_id_vecs[i][0]]:
             norms.append(math.nan)
             continue
-        diff = net.top_vecs[i][0].diff
+        diff = net.top_vecs[i][0].diff.ravel()
         xp = backend.get_array_module(diff)
-        norms.append(math.sqrt(float(xp.square(diff, dtype=np.float64).sum())))
+        norms.append(math.sqrt(float(xp.dot(diff, diff))))  # a sum of squares: no cancellation
     return tuple(norms)
 
 
@@ -79,7 +88,10 @@ def dead_fractions(net: Net, layers: list[int], relus: list[bool]) -> tuple[floa
     found = []
     for i, is_relu in zip(layers, relus):
         top = net.top_vecs[i][0].data
-        found.append(float((top == 0).sum()) / top.size if is_relu and top.size else math.nan)
+        if not is_relu or not top.size:
+            found.append(math.nan)
+            continue
+        found.append(1 - int(backend.get_array_module(top).count_nonzero(top)) / top.size)
     return tuple(found)
 
 

@@ -144,10 +144,11 @@ def test_stats_are_the_blobs_of_the_iteration_computed_directly(mnist_root):  # 
     norm = math.sqrt(sum(float(d) ** 2 for d in conv1_top.diff.astype(np.float64).ravel()))
     dead = sum(1 for v in ip1_top.data.ravel() if v == 0) / ip1_top.data.size
     first = next(s for s in seen if s.variant == 0)
-    # The same float32 pass run twice: only the float64 summation orders of the two computations differ.
+    # The same float32 pass run twice; the experiment sums squares by a float32 BLAS dot (its
+    # accumulators round at ~1e-7 each, ~1e-6 over 737k values), the reference in float64.
     assert first.iter == 0
-    assert first.act_std[1] == pytest.approx(std, rel=1e-9)
-    assert first.grad_norm[1] == pytest.approx(norm, rel=1e-9)
+    assert first.act_std[1] == pytest.approx(std, rel=1e-5)
+    assert first.grad_norm[1] == pytest.approx(norm, rel=1e-5)
     assert first.dead[5] == dead
 
 

@@ -8,6 +8,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 from google.protobuf import text_format
 
@@ -219,3 +220,44 @@ def test_json_has_every_curve_and_nan_as_null():
     assert xavier["verdict"] == "learned: 90.0% after 2 iterations" and xavier["beat_chance_at"] == 2
     assert zero["stats"]["grad_norm"] == [[None, 0.0]] and zero["stats"]["dead"] == [[None, 1.0]]
     assert xavier["tests"][1] == {"iter": 2, "scores": {"accuracy": 0.9, "loss": 0.4}}
+
+
+@pytest.mark.parametrize("offset", [0.0, 50.0])  # centred, and a spread of 2% of the mean (the careful path)
+def test_layer_stats_match_float64_numpy(offset):
+    from engine.experiments import layer_stats
+    from engine.net import Net
+
+    param = text_format.Parse(
+        'layer { name: "x" type: "Input" top: "x" input_param { shape { dim: 64 dim: 20 dim: 24 dim: 24 } } }'
+        'layer { name: "r" type: "ReLU" bottom: "x" top: "y" }',
+        caffe_pb2.NetParameter(),
+    )
+    net = Net(param)
+    values = np.random.default_rng(4).standard_normal(net.blob_list[0].shape).astype(np.float32) + offset
+    net.blob_list[0].data[...] = values
+    net.blob_list[0].diff[...] = values[::-1]
+    net.forward_from_to()
+    net.blob_need_backward[0] = True  # as a net that learns below would have it
+    layers = layer_stats.plotted_layers(net)
+    assert [net.layer_names[i] for i in layers] == ["x", "r"]
+    shot = layer_stats.measure(net, layers, layer_stats.relu_outputs(net, layers))
+    wide = values.astype(np.float64)
+    # float32 BLAS sums of 737k squares against numpy's float64 ones: ~1e-6 relative
+    assert shot.act_mean[0] == pytest.approx(wide.mean(), rel=1e-9)
+    assert shot.act_std[0] == pytest.approx(wide.std(), rel=1e-5)
+    assert shot.grad_norm[0] == pytest.approx(np.sqrt((wide**2).sum()), rel=1e-5)
+    assert shot.act_std[1] == pytest.approx(np.maximum(wide, 0).std(), rel=1e-5)
+    assert math.isnan(shot.dead[0]) and shot.dead[1] == np.mean(values <= 0)
+    assert math.isnan(shot.grad_norm[1])  # nothing asked for the ReLU's gradient
+
+
+def test_test_batches_default_to_at_most_ten():
+    solver = caffe_pb2.SolverParameter(base_lr=0.1, test_iter=[100], test_interval=500)
+    solver.net_param.CopyFrom(net())
+    two = [Variant.parse("x", "xavier"), Variant.parse("m", "msra")]
+    default = CompareInit(solver, two, 300).solver_param(two[0])
+    assert list(default.test_iter) == [10] and default.test_interval == 30  # a tenth of the run
+    given = CompareInit(solver, two, 300, test_iter=3, test_interval=7).solver_param(two[1])
+    assert list(given.test_iter) == [3] and given.test_interval == 7
+    assert given.random_seed == 1 and given.snapshot == 0 and not given.snapshot_after_train
+    assert given.net_param.layer[1].inner_product_param.weight_filler.type == "msra"
