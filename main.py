@@ -127,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     from engine.cli import model_use
 
     model_use.add_parsers(sub)
+    from engine.cli.compare_init import add_arguments as compare_init_arguments
+
+    compare_init_arguments(sub.add_parser("compare-init", help="train one net under several initialisations"))
     for name, subparser in sub.choices.items():  # every command that reads a prototxt
         if name != "device_query":
             subparser.add_argument(
@@ -195,6 +198,7 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         "train": "train",
         "test": "score",
         **{name: name for name in model_use.COMMANDS},  # engine/cli/<name>.py
+        "compare-init": "compare_init",
     }
     import importlib
 

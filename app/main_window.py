@@ -30,6 +30,7 @@ from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.dataset.actions import install as install_dataset_actions
 from app.document import Change, Document
+from app.experiments import actions as compare_init
 from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER
 from app.fillers.docks import add_initialisation_docks
@@ -435,6 +436,7 @@ class MainWindow(QMainWindow):
         self.export_actions = export_actions.install(self)  # File > Export, Train > Train on a Cluster…
         self.dataset_actions = install_dataset_actions(self)  # File > New Dataset from Images…
         self.model_menu = menus.add_model_menu(self)  # Model > Classify Image…, Evaluate on Data Set…
+        self.compare_init = compare_init.install(self)  # Train > Compare Initialisations…
 
     def _update_actions(self) -> None:
         # Undo stays on while the editor holds text that does not parse: it drops that text.

@@ -180,6 +180,21 @@ def training(shots: Shots) -> MainWindow:
     return window
 
 
+def compare_init(shots: Shots) -> MainWindow:
+    """Compare Initialisations on LeNet/MNIST: DIGITS's five fillers for 300 iterations, side by side."""
+    window = shots.window("mnist/lenet_solver.prototxt")
+    dialog = window.compare_init.open_dialog()
+    dialog.setup.iterations.setValue(300)
+    if not dialog.start():
+        raise RuntimeError(f"screenshots: the experiment did not start: {dialog.status.text()}")
+    experiment = dialog.runner.experiment
+    assert experiment is not None
+    wait_until(lambda: not experiment.status.active and len(dialog.verdict_lines) == 5, 600, "the experiment")
+    dialog.resize(*SIZE)
+    settle(1.0)
+    return dialog  # type: ignore[return-value]
+
+
 def export(shots: Shots) -> MainWindow:
     """File > Export > ONNX on LeNet: where to, the phase, the weights, and the command it runs."""
     window = shots.window("mnist/lenet.prototxt")
@@ -280,6 +295,7 @@ PICTURES: dict[str, Callable[[Shots], MainWindow]] = {
     "initialisation": initialisation,
     "net_start": net_start,
     "training": training,
+    "compare_init": compare_init,
     "export": export,
     "command_line": command_line,
     "classify": classify,

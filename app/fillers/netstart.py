@@ -6,7 +6,8 @@ filler to compare initialisations. The batch comes from the net's own data layer
 read; Input layers get N(0, 1) values (labels: zeros, a valid class for every classifier loss).
 For every blob a layer produces (read after the in-place layers on it) it records the mean and std
 of the values and, after the backward pass, the L2 norm of the gradient reaching the blob. A net
-without a loss is given a random N(0, 1) gradient at its outputs.
+without a loss is given a random N(0, 1) gradient at its outputs. The numbers are
+engine/experiments/layer_stats.py's, as the initialisation experiments read them while training.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.fields import get_field
 from app.fillers import budget
 from app.fillers.draws import close
-from app.fillers.slots import slots
 from engine import pymodules
+from engine.experiments import filler_spec, layer_stats
 from engine.layers._recurrent import RecurrentLayer
 from engine.net import Net
 from engine.rng import seeded
@@ -37,7 +37,6 @@ CHOICES: dict[str, FillerParameter | None] = {
     "gaussian std 0.01 everywhere": FillerParameter(type="gaussian", std=0.01),
     "gaussian std 0.1 everywhere": FillerParameter(type="gaussian", std=0.1),
 }
-_NOT_PLOTTED = {"Split", "Silence", "Accuracy"}
 _WORDS = ((1e-3, "vanishes"), (0.1, "shrinks"), (10, "holds"), (1e3, "grows"), (math.inf, "explodes"))
 
 
@@ -57,12 +56,9 @@ def with_weights(param: caffe_pb2.NetParameter, filler: FillerParameter | None) 
     """The net to probe: ``filler`` in every weight_filler; HDF5Output silenced (a probe writes no file)."""
     net = caffe_pb2.NetParameter()
     net.CopyFrom(param)
+    filler_spec.apply(net, filler)
     for layer in net.layer:
-        weights = {s.path for s in slots(layer) if s.family == "weights" and s.path is not None}
-        if filler is not None and weights:
-            for path in weights:
-                get_field(layer, path).CopyFrom(filler)
-        elif layer.type == "HDF5Output":  # same bottoms, nothing written
+        if layer.type == "HDF5Output":  # same bottoms, nothing written
             layer.type = "Silence"
             layer.ClearField("hdf5_output_param")
     net.force_backward = True  # a gradient for every layer, even where nothing below learns
@@ -94,31 +90,18 @@ def probe(
 
 def _run(net: Net, seed: int, result: Probe) -> None:
     result.source = _feed(net, np.random.default_rng(seed))
-    # One point per blob a layer produces, read after the in-place layers on it (ReLU, Dropout):
-    # as Caffe's own picture stacks those inside their producer's box.
-    plotted = [
-        i
-        for i, layer in enumerate(net.layers)
-        if net.top_vecs[i]
-        and layer.type not in _NOT_PLOTTED
-        and not layer.loss(0)
-        and net.bottom_id_vecs[i][:1] != net.top_id_vecs[i][:1]
-    ]
+    plotted = layer_stats.plotted_layers(net)
     result.names = [net.layer_names[i] for i in plotted]
     result.loss = net.forward_from_to()
-    for i in plotted:
-        top = net.top_vecs[i][0].data.astype(np.float64)
-        result.act_mean.append(float(top.mean()))
-        result.act_std.append(float(top.std()))
+    means, stds = layer_stats.activations(net, plotted)
+    result.act_mean, result.act_std = list(means), list(stds)
     if not any(net.blob_loss_weights):
         gen = np.random.default_rng(seed + 1)
         for blob in net.output_blobs:
             blob.diff[...] = gen.standard_normal(blob.shape)
         result.source += "; no loss: the backward pass starts from a random N(0, 1) gradient at the outputs"
     net.backward()
-    for i in plotted:
-        diff = net.top_vecs[i][0].diff.astype(np.float64)
-        result.grad_norm.append(float(np.sqrt((diff * diff).sum())))
+    result.grad_norm = list(layer_stats.gradient_norms(net, plotted))
 
 
 def _feed(net: Net, gen: np.random.Generator) -> str:

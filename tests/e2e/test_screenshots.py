@@ -58,6 +58,7 @@ def test_help_says_what_no_command_does_and_lists_every_command():
         "shapes",
         "fill",
         "export",
+        "compare-init",
     ]
     for command in commands:  # each on a line of its own, with its one-line help there or on the next
         assert re.search(rf"^ +{command}(\s+\S|\n)", done.stdout, re.M), command

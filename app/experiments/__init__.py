@@ -1,0 +1,1 @@
+"""Experiments on the document's net in the window: Compare Initialisations."""

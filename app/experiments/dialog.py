@@ -1,0 +1,176 @@
+"""Compare Initialisations: train the document's net under 2-6 weight fillers side by side.
+
+The setup on the left (the variants, iterations, seed, layers, test batches) and Start, Pause and
+Stop (both for every variant at once); the curves on the right as the variants train, and a verdict
+line per variant when they end. Each Start trains a fresh copy of the document: editing the net
+meanwhile changes nothing in the running experiment. Closing the window stops it.
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.experiments.curves_view import COLOURS, CurvesView, legend_name
+from app.experiments.runner import Runner
+from app.experiments.setup import Setup
+from engine import events
+from engine.errors import EngineError
+from engine.experiments import events as exp
+
+_PAUSING = events.RunStatus.PAUSING
+
+
+class CompareInitDialog(QDialog):
+    def __init__(self, doc, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Compare Initialisations")
+        self.setObjectName("compareInitDialog")
+        self.doc = doc
+        self.runner = Runner(self)
+        self.runner.reported.connect(self.on_event)
+        self.setup = Setup(self)
+        self.setup.changed.connect(self._update_buttons)
+        self.buttons = {
+            "start": QPushButton("Start", self),
+            "pause": QPushButton("Pause", self),
+            "stop": QPushButton("Stop", self),
+        }
+        self.buttons["start"].setToolTip("Train a copy of the net once per variant, on the same batches")
+        self.buttons["pause"].setToolTip("Pause (or resume) every variant")
+        self.buttons["stop"].setToolTip("Stop every variant; each gets its verdict on what it did")
+        self.buttons["start"].clicked.connect(self.start)
+        self.buttons["pause"].clicked.connect(self.toggle_pause)
+        self.buttons["stop"].clicked.connect(self.stop)
+        self.status = QLabel("Pick the variants and press Start.", self)
+        self.status.setObjectName("experimentStatus")
+        self.status.setWordWrap(True)
+        self.curves = CurvesView(self)
+        self.verdicts = QLabel(self)
+        self.verdicts.setObjectName("experimentVerdicts")
+        self.verdicts.setTextFormat(Qt.TextFormat.RichText)
+        self.verdicts.setWordWrap(True)
+        self.verdicts.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.verdict_lines: dict[int, str] = {}
+
+        left = QWidget(self)
+        column = QVBoxLayout(left)
+        column.addWidget(self.setup)
+        row = QHBoxLayout()
+        for button in self.buttons.values():
+            row.addWidget(button)
+        column.addLayout(row)
+        column.addWidget(self.status)
+        column.addStretch(1)
+        right = QWidget(self)
+        right_column = QVBoxLayout(right)
+        right_column.setContentsMargins(0, 0, 0, 0)
+        right_column.addWidget(self.curves, 1)
+        right_column.addWidget(self.verdicts)
+        split = QSplitter(self)
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setStretchFactor(1, 1)
+        split.setSizes([260, 860])
+        QVBoxLayout(self).addWidget(split)
+        self.resize(1180, 720)
+        self._update_buttons()
+
+    # ---- commands -----------------------------------------------------------------------------
+    def start(self) -> bool:
+        if self.runner.running:
+            return False
+        try:
+            variants = self.setup.variants()
+            experiment = self.runner.start(
+                self.doc,
+                variants,
+                self.setup.iterations.value(),
+                self.setup.seed.value(),
+                self.setup.chosen_layers(),
+                self.setup.test_iter.value(),
+            )
+        except EngineError as exc:  # a filler, a layer name, the count: one line, nothing started
+            self.status.setText(str(exc))
+            return False
+        self.verdict_lines = {}
+        self.verdicts.setText("")
+        self.curves.show_experiment(experiment)
+        self.curves.timer.start()
+        self.status.setText(f"Building {len(variants)} copies of the net…")
+        self._update_buttons()
+        return True
+
+    def toggle_pause(self) -> None:
+        experiment = self.runner.experiment
+        if experiment is None:
+            return
+        if experiment.status in (_PAUSING, events.RunStatus.PAUSED):
+            experiment.resume()
+            self.status.setText("Running")
+        else:
+            experiment.pause()
+        self._update_buttons()
+
+    def stop(self) -> None:
+        if self.runner.experiment is not None:
+            self.runner.experiment.stop()
+            self._update_buttons()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.stop()
+        super().closeEvent(event)
+
+    # ---- what the experiment says ---------------------------------------------------------------
+    @Slot(object)
+    def on_event(self, event: exp.Event) -> None:
+        experiment = self.runner.experiment
+        if isinstance(event, exp.Ready):
+            self.curves.set_layers(event.layers, event.relu)
+            self.status.setText(f"Running {len(event.variants)} variants for {event.iterations} iterations")
+        elif isinstance(event, events.Paused):
+            self.status.setText(f"Paused at iteration {event.iter}")
+        elif isinstance(event, exp.VariantFailed) and experiment is not None:
+            self._verdict(event.variant, f"failed: {event.message}")
+        elif isinstance(event, exp.Judged):
+            self._verdict(event.variant, event.verdict.text)
+        elif isinstance(event, events.Finished):
+            self.curves.timer.stop()
+            self.curves.refresh()
+            self.status.setText(f"{event.status.value.capitalize()} after {event.iter} iterations")
+        elif isinstance(event, events.Failed):
+            self.curves.timer.stop()
+            self.status.setText(f"Failed: {event.message}")
+        self._update_buttons()
+
+    def _verdict(self, k: int, text: str) -> None:
+        experiment = self.runner.experiment
+        if experiment is None:
+            return
+        name = html.escape(legend_name(experiment.curves[k]))
+        colour = COLOURS[k % len(COLOURS)]
+        self.verdict_lines[k] = f'<span style="color:{colour}">■</span> <b>{name}</b>: {html.escape(text)}'
+        self.verdicts.setText("<br>".join(self.verdict_lines[i] for i in sorted(self.verdict_lines)))
+
+    def _update_buttons(self) -> None:
+        experiment = self.runner.experiment
+        active = experiment is not None and experiment.status.active
+        paused = experiment is not None and experiment.status in (
+            events.RunStatus.PAUSING,
+            events.RunStatus.PAUSED,
+        )
+        self.buttons["start"].setEnabled(not active and not self.runner.running and self.setup.ready)
+        self.buttons["pause"].setEnabled(active)
+        self.buttons["pause"].setText("Resume" if paused else "Pause")
+        self.buttons["stop"].setEnabled(active)

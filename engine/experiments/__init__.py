@@ -1,0 +1,1 @@
+"""Experiments on a net: one net trained under several initialisations side by side (compare_init)."""
