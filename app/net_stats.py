@@ -46,14 +46,19 @@ def graph_totals(graph: Graph) -> Totals:
     return Totals(blobs, graph.total_params, round(graph.total_flops), len(graph.layers))
 
 
-def net_totals(net: caffe_pb2.NetParameter, assumed: Mapping[str, Sequence[Shape]] | None = None) -> Totals:
+def net_totals(
+    net: caffe_pb2.NetParameter,
+    assumed: Mapping[str, Sequence[Shape]] | None = None,
+    module_dirs: Sequence[str] = (),
+) -> Totals:
     """Total ``net``'s TRAIN phase from its shapes. Raises EngineError saying why not.
 
     ``assumed``: data layer name -> the top shapes the canvas assumes for it (its data is absent);
-    such a layer is taken as an Input of those shapes.
+    such a layer is taken as an Input of those shapes. ``module_dirs``: the net's folders, where its
+    Python layers' modules are (imported only once the folder is trusted), as the canvas has them.
     """
     copy = data_shapes.as_inputs(net, assumed or {})
-    return graph_totals(build(copy, caffe_pb2.TRAIN, splits=True))
+    return graph_totals(build(copy, caffe_pb2.TRAIN, splits=True, module_dirs=module_dirs))
 
 
 def human(number: float) -> str:

@@ -97,7 +97,7 @@ class StatusTotals(QLabel):
                 # A data layer draws its seed as it is built: from this thread's own generator, so
                 # a training run's draws (and a filler preview's) stay exactly as they would be.
                 with own_generator(0), pymodules.importing_from(where, pymodules.module_names(net)):
-                    result: object = net_totals(net, inputs)
+                    result: object = net_totals(net, inputs, where)
             except Exception as e:  # any engine failure is a reason to show, never a crash
                 result = e
             with contextlib.suppress(RuntimeError):  # the window closed while we measured

@@ -288,6 +288,31 @@ def evaluate(shots: Shots) -> MainWindow:
     return window
 
 
+def new_dataset(shots: Shots) -> MainWindow:
+    """File > New Dataset from Images… on a folder of three classes of generated 32x32 pictures, written:
+    the class counts per split, the progress bar at its end, Use with This Net offered."""
+    import numpy as np
+    from PIL import Image
+
+    pictures = shots.tmp / "my_pictures"
+    draw = np.random.default_rng(0)
+    for c, name in enumerate(("circles", "squares", "stripes")):
+        (pictures / name).mkdir(parents=True, exist_ok=True)
+        for i in range(120):
+            tint = np.zeros((32, 32, 3), np.uint8) + np.uint8(60 + 70 * c)
+            noise = draw.integers(0, 60, (32, 32, 3), dtype=np.uint8)
+            Image.fromarray(tint + noise).save(pictures / name / f"{name}_{i:03}.png")
+    window = shots.window("mnist/lenet_train_test.prototxt")
+    dialog = window.dataset_actions.open_dialog()
+    dialog.folder.setText(str(pictures))
+    dialog.output.setText(str(shots.tmp / "my_dataset"))
+    dialog.create_button.click()
+    wait_until(lambda: dialog.worker is None, 120, "the data set")
+    window.shown_dialog = dialog  # type: ignore[attr-defined]
+    settle()
+    return window
+
+
 PICTURES: dict[str, Callable[[Shots], MainWindow]] = {
     "main_window": main_window,
     "canvas": canvas,
@@ -297,6 +322,7 @@ PICTURES: dict[str, Callable[[Shots], MainWindow]] = {
     "training": training,
     "compare_init": compare_init,
     "export": export,
+    "new_dataset": new_dataset,
     "command_line": command_line,
     "classify": classify,
     "evaluate": evaluate,
