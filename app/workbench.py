@@ -76,7 +76,7 @@ class Workbench(QObject):
         self.palette = Palette(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
         self.inspector = Inspector(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
         self.assumed_shape = AssumedShapeBox(w.graph, w.selection, self.inspector)  # data not here
-        self.inspector.layout().insertWidget(2, self.assumed_shape)
+        self.inspector.add_below_forms(self.assumed_shape)
         w.graph.scene.selectionChanged.connect(self._show_generated)  # after the canvas's own handler
         bar = w.statusBar()  # a message cut by the totals beside it is whole on hover
         bar.messageChanged.connect(lambda message: bar.setToolTip(message))
