@@ -43,7 +43,12 @@ from proto.text_cst import (
 _LOG = logging.getLogger(__name__)
 _INDENT_STEP = re.compile(r"(?m)^([ \t]*)[^\n#]*[{<][ \t]*(?:#[^\n]*)?\n([ \t]*)\S")
 _FLOATS = (FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE)
-_ONE_LINE_MAX = 80  # a new block is written on one line (in files that do so) only up to this width
+_ONE_LINE_MAX = 80
+# Fields that go with others rather than in number order: a policy's settings follow lr_policy.
+_POLICY = ("lr_policy", "gamma", "power", "stepsize", "stepvalue")
+_GROUPS = {
+    ("caffe.SolverParameter", name): _POLICY for name in _POLICY[1:]
+}  # a new block is written on one line (in files that do so) only up to this width
 
 
 def patch_text(text: str, old: Message, new: Message) -> str | None:
@@ -196,14 +201,19 @@ class _Patch:
 
     # ---- adding -------------------------------------------------------------------------------
     def add_field(self, block: Block, fd: FieldDescriptor, values: list) -> None:
-        """A field not written yet: after the last written field Caffe's order puts before it."""
+        """A field not written yet: after the written field nearest before it in Caffe's order
+        (a solver's learning-rate fields: after the policy's own), before the first field when
+        none comes before it."""
         assert fd.containing_type is not None
         number = fd.containing_type.fields_by_name
-        earlier = [
-            n for n in block.fields if number[n.name].number < fd.number and n.start not in self.deleted
-        ]
-        if earlier:
-            anchor = max(earlier, key=lambda n: n.end)
+        alive = [n for n in block.fields if n.start not in self.deleted]
+        grouped = [n for n in alive if n.name in _GROUPS.get((fd.containing_type.full_name, fd.name), ())]
+        earlier = [n for n in alive if number[n.name].number < fd.number]
+        if grouped or earlier:
+            nearest = max(number[n.name].number for n in earlier) if earlier else None
+            anchor = max(
+                grouped or [n for n in earlier if number[n.name].number == nearest], key=lambda n: n.end
+            )
             for value in values:
                 self.place_after(block, anchor, fd, value)
         elif block.fields:

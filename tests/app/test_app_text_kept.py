@@ -27,6 +27,7 @@ from app.commands import (
     SetLayerField,
 )
 from app.document import Document
+from app.edits import solver_edit
 from app.fields import copy_message
 from app.layer_spans import layer_spans
 from proto import caffe_pb2
@@ -178,6 +179,22 @@ def test_a_text_the_patch_cannot_follow_keeps_its_header_above_the_rendered_net(
     History(doc).push(SetLayerField(0, "param.0.lr_mult", 2.0))
     assert doc.net_text().startswith('# my notes\nname: "n"\nlayer {\n')  # rendered, the notes kept
     assert parse_net(doc.net_text()) == doc.net
+
+
+def test_solver_edits_keep_the_solvers_comments():
+    path = ROOT / "resources" / "examples" / "mnist" / "lenet_solver.prototxt"
+    doc = Document()
+    doc.open_solver(path)
+    history, text = History(doc), path.read_text()
+    history.push(solver_edit(doc, "base_lr", 0.05))
+    history.push(solver_edit(doc, "lr_policy", "step"))  # with the stepsize it needs, in Caffe's order
+    assert _changed_lines(text, doc.solver_text()) == (
+        ["base_lr: 0.01", 'lr_policy: "inv"'],
+        ["base_lr: 0.05", 'lr_policy: "step"', "stepsize: 3333"],
+    )
+    history.undo()
+    history.undo()
+    assert doc.solver_text() == text
 
 
 # ---- the user's scenario, in the window ----------------------------------------------------------
