@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from app import commands, export_actions, files, opening, recovery, saving, train_checks
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
-from app.document import Change, Document
+from app.document import Change, Document, Kind
 from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER
 from app.fillers.docks import add_initialisation_docks
@@ -408,6 +408,8 @@ class MainWindow(QMainWindow):
         return True
 
     def _on_change(self, change: Change) -> None:
+        if change.kind == Kind.NET_LOADED:  # what opening the last file said is about that file
+            self.notice.show_notice("")  # (File > Open says its own again once it has loaded)
         self._refresh()  # the title and the summary: cheap enough for every change
 
     def _refresh(self) -> None:

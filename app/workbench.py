@@ -166,10 +166,11 @@ class Workbench(QObject):
         if not self.window.maybe_save():
             return False
         try:
-            open_example(self.window.doc, path)
+            notices = open_example(self.window.doc, path)
         except (OSError, FormatError) as e:
             self.window.show_error("Cannot open the example", str(e))
             return False
+        self.window.show_notice("\n".join(notices))
         self.window.statusBar().showMessage(f"New net from the example {path.name}: Save As to keep it", 6000)
         return True
 
