@@ -37,6 +37,7 @@ ROOT = Path(__file__).parents[2]
 NETS = sorted(
     [p for p in (ROOT / "resources" / "examples").rglob("*.prototxt") if "solver" not in p.name]
     + list((ROOT / "tests" / "data").rglob("net.prototxt"))
+    + list((ROOT / "tests" / "data" / "text_styles").glob("*.prototxt"))
 )
 MOST_LAYERS = 10  # a larger net is edited at this many layers, spread over it (the test stays fast)
 

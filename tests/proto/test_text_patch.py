@@ -15,27 +15,7 @@ from proto.textio import parse_net, parse_solver
 LENET = Path(__file__).parents[2] / "resources" / "examples" / "mnist" / "lenet_train_test.prototxt"
 
 # A file in other people's habits: tabs, ``layer: <``, separators, a list, comments inside blocks.
-STYLED = """\
-# header
-name: "styled"  # the net's name
-layer {
-\tname: "data"
-\ttype: "Input"
-\ttop: "data"
-\tinput_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } }
-}
-layer: <
-\tname: "conv";  type: "Convolution"
-\tbottom: ["data"]
-\ttop: "conv"
-\tconvolution_param {
-\t\t# eight filters
-\t\tnum_output: 8
-\t\tkernel_size: 3  # 3x3
-\t}
->
-layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }  # in place
-"""
+STYLED = (Path(__file__).parents[1] / "data" / "text_styles" / "styled.prototxt").read_text()
 
 
 def edited(text: str, edit: Callable[[caffe_pb2.NetParameter], object]) -> tuple[str, caffe_pb2.NetParameter]:
