@@ -1,6 +1,7 @@
 """The inspector's "Assumed input shape" box: for a data layer whose source cannot be read (the LMDB
 of a downloaded net is not here), it says in full why and what the canvas's shapes rest on, and
-takes the shape to assume for each of its tops. What is typed is kept in the layout sidecar, never
+takes the shape to assume for each of its tops. It sits under the layer's fields, so that its
+coming and going never moves the field being typed in. What is typed is kept in the layout sidecar, never
 in the prototxt; every wire, parameter count and FLOP figure after the layer follows it.
 """
 
@@ -41,7 +42,7 @@ class AssumedShapeBox(QFrame):
         super().__init__(parent)
         self.graph, self.selection = graph, selection
         self.setObjectName("assumedShape")
-        self.setStyleSheet("QFrame#assumedShape { border-bottom: 1px solid palette(mid); }")
+        self.setStyleSheet("QFrame#assumedShape { border-top: 1px solid palette(mid); }")
         self.title = QLabel("<b>Assumed input shape</b>", self)
         self.why = QLabel(self)
         self.why.setWordWrap(True)
@@ -53,7 +54,7 @@ class AssumedShapeBox(QFrame):
         self.fields: dict[str, QLineEdit] = {}
         self.form = QFormLayout()
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(12, 8, 12, 8)
+        layout.setContentsMargins(0, 8, 0, 8)  # inside the inspector's page, which has its margins
         layout.addWidget(self.title)
         layout.addWidget(self.why)
         layout.addLayout(self.form)

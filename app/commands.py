@@ -27,10 +27,15 @@ class CommandError(ValueError):
 
 
 class Command:
-    """Base: keeps the document's dirty state and prototxt text in step with do and undo."""
+    """Base: keeps the document's dirty state and prototxt text in step with do and undo.
+
+    The user's text is theirs: an edit rewrites only the lines it changes (``netio.edited_text``),
+    and undo puts back the text as it was, byte for byte.
+    """
 
     text = ""  # what Edit > Undo says
     part = NET
+    _patches_text = True  # False: the text after is rendered from the message (legacy text typed)
 
     def __init__(self) -> None:
         self._after: int | None = None  # the state id this command leads to, fixed on first do
@@ -42,19 +47,30 @@ class Command:
         self._before, self._text_before = doc.mark(self.part)
         if self._after is None:
             self._after = next_state()
-        doc.commit(self.part, self._after, self._text_after(), self._apply(doc))
+        text, before = self._text_after(), None
+        if text is None and self._text_before is not None and self._patches_text:
+            before = copy_message(_message(doc, self.part))
+        changes = self._apply(doc)
+        if before is not None:
+            assert self._text_before is not None
+            text = netio.edited_text(self._text_before, before, _message(doc, self.part))
+        doc.commit(self.part, self._after, text, changes)
 
     def undo(self, doc: Document) -> None:
         doc.commit(self.part, self._before, self._text_before, self._revert(doc))
 
     def _text_after(self) -> str | None:
-        return None  # a structural edit: the text is rendered from the net
+        return None  # the user's text patched (or, when there is none, rendered from the message)
 
     def _apply(self, doc: Document) -> list[Change]:
         raise NotImplementedError
 
     def _revert(self, doc: Document) -> list[Change]:
         raise NotImplementedError
+
+
+def _message(doc: Document, part: str) -> caffe_pb2.NetParameter | caffe_pb2.SolverParameter:
+    return doc.net if part == NET else doc.solver
 
 
 def _check_index(doc: Document, index: int, end_ok: bool = False) -> None:
@@ -280,7 +296,9 @@ class ReplaceNet(Command):
     def from_text(cls, text: str, path: str = "<text>") -> ReplaceNet:
         """Raises proto.errors.FormatError (line, column) when ``text`` does not parse."""
         net, kept = netio.load_net_text(text, path)
-        return cls(net, kept, "Edit prototxt")
+        command = cls(net, kept, "Edit prototxt")
+        command._patches_text = kept is not None  # legacy text typed: the upgraded net is rendered
+        return command
 
     def _text_after(self) -> str | None:
         return self.net_text
@@ -330,7 +348,9 @@ class ReplaceSolver(Command):
     @classmethod
     def from_text(cls, text: str, path: str = "<text>") -> ReplaceSolver:
         solver, kept = netio.load_solver_text(text, path)
-        return cls(solver, kept, "Edit solver text")
+        command = cls(solver, kept, "Edit solver text")
+        command._patches_text = kept is not None
+        return command
 
     def _text_after(self) -> str | None:
         return self.solver_text

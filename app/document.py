@@ -4,9 +4,10 @@ Qt-free. Every view draws from it and redraws on ``changed``; edits arrive only 
 (``app.commands``) so each can be undone. File operations (open, save) are not commands: opening
 emits ``NET_LOADED`` / ``SOLVER_LOADED``, after which any undo history no longer applies.
 
-The user's own prototxt text (comments and all) is kept alongside the net for as long as it
-describes the net exactly, so opening, editing as text and saving does not lose comments; a
-structural edit (from the graph or the inspector) drops it and the text is rendered from the net.
+The user's own prototxt text (comments and all) is kept alongside the net and always describes
+it exactly: an edit from the graph or the inspector rewrites only the lines it changes
+(``netio.edited_text``: the field's line, or the layer's block), and undo puts the text back byte
+for byte. A net with no text of its own (a new one) is rendered from the net.
 
 The layout (box positions, flow direction, unfolded boxes: ``graph_view.sidecar.ViewState``) is
 document state too: edited by the ``SetLayout`` command, it marks the document modified and is

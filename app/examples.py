@@ -79,6 +79,7 @@ def solver_for(net_path: Path, folder: Path = EXAMPLES) -> Path | None:
     return None
 
 
-def open_example(doc: Document, path: Path) -> None:
-    """Load the example at ``path`` (and its solver) as an untitled copy ("LeNet (example)")."""
-    open_path(doc, path)
+def open_example(doc: Document, path: Path) -> list[str]:
+    """Load the example at ``path`` (and its solver) as an untitled copy ("LeNet (example)");
+    returns what opening it had to say (the solver that came with it)."""
+    return open_path(doc, path).notices

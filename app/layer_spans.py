@@ -1,15 +1,16 @@
 """Where each layer's block lies in prototxt text: ``layer_spans(text)`` -> [(start, end), ...].
 
-The n-th span is the n-th top-level ``layer { ... }`` (or legacy ``layers { ... }``) block, as the
-text format reads them: comments (``#`` to the end of the line) and quoted strings (with their
-escapes) never open or close a brace. Qt-free; offsets are Python string indices.
+The n-th span is the n-th top-level ``layer { ... }`` (or legacy ``layers { ... }``; either may be
+written ``< ... >``) block, as the text format reads them: comments (``#`` to the end of the line)
+and quoted strings (with their escapes) never open or close a block. Qt-free; offsets are Python
+string indices.
 """
 
 from __future__ import annotations
 
 import re
 
-_HEAD = re.compile(r"\b(layers?)\s*:?\s*\{")
+_HEAD = re.compile(r"\b(layers?)\s*:?\s*[{<]")
 
 
 def layer_spans(text: str) -> list[tuple[int, int]]:
@@ -25,9 +26,9 @@ def layer_spans(text: str) -> list[tuple[int, int]]:
         if c in "\"'":
             i = _string_end(text, i)
             continue
-        if c == "{":
+        if c in "{<":
             depth += 1
-        elif c == "}":
+        elif c in "}>":
             depth -= 1
             if depth == 0 and start is not None:
                 spans.append((start, i + 1))

@@ -29,7 +29,7 @@ from app import commands, disk_watch, export_actions, files, menus, opening, rec
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.dataset.actions import install as install_dataset_actions
-from app.document import Change, Document
+from app.document import Change, Document, Kind
 from app.experiments import actions as compare_init
 from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER
@@ -465,6 +465,8 @@ class MainWindow(QMainWindow):
         return True
 
     def _on_change(self, change: Change) -> None:
+        if change.kind == Kind.NET_LOADED:  # what opening the last file said is about that file
+            self.notice.show_notice("")  # (File > Open says its own again once it has loaded)
         self._refresh()  # the title and the summary: cheap enough for every change
 
     def _refresh(self) -> None:

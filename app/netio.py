@@ -13,15 +13,19 @@ import os
 import re
 from dataclasses import dataclass
 
+from google.protobuf.message import Message
+
 from proto import caffe_pb2
 from proto.inputs import open_regular
-from proto.textio import decode_text, net_to_text, parse_net, parse_solver, solver_to_text
+from proto.text_patch import patch_text
+from proto.textio import decode_text, message_to_text, net_to_text, parse_net, parse_solver, solver_to_text
 from proto.upgrade import upgrade_net, upgrade_solver
 
 PathLike = str | os.PathLike[str]
 
 __all__ = [
     "LoadedNet",
+    "edited_text",
     "load_net",
     "load_net_text",
     "load_solver_text",
@@ -66,6 +70,17 @@ def header_comments(text: str) -> str:
     """The comment lines (and blank lines) a file starts with."""
     match = _HEADER.match(text)
     return match.group(0) if match else ""
+
+
+def edited_text(text: str, old: Message, new: Message) -> str:
+    """The user's ``text`` (which reads as ``old``) after an edit made elsewhere, so that it reads as
+    ``new``: only what changed is rewritten (``proto.text_patch``). Text the patch cannot follow
+    becomes ``new`` rendered afresh below the file's own header comments."""
+    patched = patch_text(text, old, new)
+    if patched is not None:
+        return patched
+    header = header_comments(text)
+    return (header if header.strip() else "") + message_to_text(new)
 
 
 def load_net(text: str, path: PathLike = "<text>", *, drop_unknown: bool = False) -> LoadedNet:

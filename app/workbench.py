@@ -76,7 +76,7 @@ class Workbench(QObject):
         self.palette = Palette(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
         self.inspector = Inspector(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
         self.assumed_shape = AssumedShapeBox(w.graph, w.selection, self.inspector)  # data not here
-        self.inspector.layout().insertWidget(2, self.assumed_shape)
+        self.inspector.add_below_forms(self.assumed_shape)
         w.graph.scene.selectionChanged.connect(self._show_generated)  # after the canvas's own handler
         bar = w.statusBar()  # a message cut by the totals beside it is whole on hover
         bar.messageChanged.connect(lambda message: bar.setToolTip(message))
@@ -166,10 +166,11 @@ class Workbench(QObject):
         if not self.window.maybe_save():
             return False
         try:
-            open_example(self.window.doc, path)
+            notices = open_example(self.window.doc, path)
         except (OSError, FormatError) as e:
             self.window.show_error("Cannot open the example", str(e))
             return False
+        self.window.show_notice("\n".join(notices))
         self.window.statusBar().showMessage(f"New net from the example {path.name}: Save As to keep it", 6000)
         return True
 

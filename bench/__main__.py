@@ -3,6 +3,7 @@
 python -m bench.lenet_train [--threads N] [--gpu] [--batch 64 1024]   engine vs PyTorch, LeNet training
 python -m bench.cpu_nets [--threads 2] [--nets ...]                   3 real nets vs PyTorch and real Caffe
 python -m bench.graph_scale                                           a 500-layer net: open, lay out, draw
+python -m bench.text_patch                                            one edit kept in a ResNet-152 text
 python -m bench.gui_responsiveness                                    GUI timer delay while training
 """
 

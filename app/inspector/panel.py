@@ -83,10 +83,11 @@ class Inspector(QWidget):
         layout.setSpacing(0)
         layout.addWidget(self.header)
         layout.addWidget(self.trained)
-        layout.addWidget(self.message)
         layout.addWidget(self.scroll, 1)  # type: ignore[arg-type]
+        layout.addWidget(self.message)  # under the fields: its coming and going moves none of them
 
         self.forms: dict[str, MessageForm] = {}  # section key -> form, for the page on show
+        self._below: list[QWidget] = []  # panels under the forms on every page (add_below_forms)
         self.sections: dict[str, Group] = {}
         self._page_key: tuple[str, ...] | None = None
         self._shown_index: int | None = None
@@ -145,6 +146,16 @@ class Inspector(QWidget):
     def editor(self, path: str) -> QWidget:
         return self.form_for(path).editor(path)
 
+    def add_below_forms(self, widget: QWidget) -> None:
+        """Show ``widget`` under the forms, on every page. A panel that comes and goes as the user
+        edits (the assumed input shape) goes here, below every field, so that no field moves
+        under the caret or the next click when it appears."""
+        self._below.append(widget)
+        page = self.scroll.widget()  # type: ignore[attr-defined]
+        layout = page.layout() if page is not None else None
+        if isinstance(layout, QVBoxLayout):
+            self._place(widget, layout, layout.count() - 1)  # above the page's closing stretch
+
     def _ensure_page(self, key: tuple[str, ...]) -> bool:
         """Build the page for ``key`` unless it is the one shown; True when it was built."""
         if key == self._page_key:
@@ -187,12 +198,20 @@ class Inspector(QWidget):
             self.stray.setObjectName("inspectorNote")
             self.stray.setWordWrap(True)
             layout.addWidget(self.stray)
+        for widget in self._below:  # moved onto the new page before the old one goes
+            self._place(widget, layout, layout.count())
         layout.addStretch(1)
         old = self.scroll.takeWidget()  # type: ignore[attr-defined]
         self.scroll.setWidget(page)  # type: ignore[attr-defined]
         if old is not None:
             old.deleteLater()
         return True
+
+    @staticmethod
+    def _place(widget: QWidget, layout: QVBoxLayout, index: int) -> None:
+        hidden = widget.isHidden()  # a widget given a new parent is hidden until shown again
+        layout.insertWidget(index, widget)
+        widget.setHidden(hidden)
 
     def _layer_form(self, fields: tuple[str, ...]) -> MessageForm:
         return MessageForm(_LAYER, "", fields, self.options)  # type: ignore[arg-type]

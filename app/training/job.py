@@ -104,7 +104,8 @@ def run_folder(name: str) -> Path:
 def make_job(doc, device: str = "cpu") -> TrainingJob:
     """A training copy of ``doc`` (an ``app.document.Document``); reading it changes nothing."""
     notes: list[str] = []
-    if doc.solver_path is None and doc.solver.ByteSize() == 0:
+    defaulted = doc.solver_path is None and doc.solver.ByteSize() == 0
+    if defaulted:
         solver, _ = netio.load_solver_text(DEFAULT_SOLVER)
         notes.append("No solver is open: training with " + DEFAULT_SOLVER.replace("\n", " ").strip())
     else:
@@ -133,7 +134,9 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
         solver.weights.append(os.path.abspath(weights))
         notes.append(f"Starting from the weights in {weights}")
     solver.solver_mode = caffe_pb2.SolverParameter.GPU if device == "gpu" else caffe_pb2.SolverParameter.CPU
-    solver_text = DEFAULT_SOLVER if notes else doc.solver_text()
+    # The run keeps the solver as the user wrote it (where the snapshots went, and the weights it
+    # started from, are in its notes): the document's, or the default it trained with.
+    solver_text = DEFAULT_SOLVER if defaulted else doc.solver_text()
     module_dirs = tuple(pymodules.folders(doc.net_path, doc.solver_path))
     modules = pymodules.module_names(net)
     if modules:

@@ -65,10 +65,17 @@ def test_add_layer_do_undo_redo(doc, history, events):
     assert doc.layer_names()[-1] == "conv2" and doc.dirty
 
 
-def test_structural_edit_renders_text_from_the_net(doc, history):
+def test_an_edit_rewrites_only_its_value_in_the_users_text(doc, history):
     history.push(SetLayerField(1, "convolution_param.num_output", 16))
-    assert "# a tiny net" not in doc.net_text()
-    assert "num_output: 16" in doc.net_text()
+    assert doc.net_text() == NET.replace("num_output: 4", "num_output: 16")  # comment and layout kept
+    history.undo()
+    assert doc.net_text() == NET
+
+
+def test_a_new_net_with_no_text_of_its_own_is_rendered(history):
+    doc = Document(caffe_pb2.NetParameter(name="n"))
+    History(doc).push(AddLayer(doc.new_layer("ReLU")))
+    assert doc.net_text() == 'name: "n"\nlayer {\n  name: "relu1"\n  type: "ReLU"\n  top: "relu1"\n}\n'
 
 
 def test_add_renames_a_taken_name_and_its_own_top(doc, history):

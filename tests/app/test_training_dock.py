@@ -10,6 +10,7 @@ import shutil
 
 import numpy as np
 import pytest
+from gestures import retype
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
@@ -214,3 +215,21 @@ def test_before_a_run_the_progress_reads_the_solvers_max_iter(qtbot, window, tmp
     assert dock.progress.text() == "0 / 321"
     window.push(SetSolverField("max_iter", 50))
     assert dock.progress.maximum() == 50
+
+
+def test_the_runs_tab_shows_the_solver_an_example_trained_with(qtbot, window):
+    """Issue 31 case 9: an example (an untitled copy, its snapshots in the runs folder) with base_lr
+    changed in the Solver tab: the run's details show that solver, not the built-in default."""
+    dock = open_shown(qtbot, window, EXAMPLES / "mlp.prototxt")
+    assert window.doc.net_path is None  # the example is a copy: the case the default slipped in
+    retype(qtbot, window.workbench.solver_panel.editor("base_lr"), "0.02")
+    assert window.doc.solver.base_lr == pytest.approx(0.02)
+    dock.buttons["train"].click()
+    run = dock.controller.current
+    dock.buttons["stop"].click()
+    wait_ended(qtbot, dock)
+    dock.runs.tree.setCurrentItem(dock.runs.tree.topLevelItem(0))
+    details = dock.runs.details.toPlainText()
+    assert "base_lr: 0.02" in details and 'type: "Nesterov"' in details and "max_iter: 2000" in details
+    assert "# Solver for mlp.prototxt" in details  # the solver as the user's file has it
+    assert run.job.solver.base_lr == pytest.approx(0.02)  # and what the run trained with

@@ -6,13 +6,17 @@ import shutil
 from pathlib import Path
 
 import pytest
+from undo_history import History
 
+from app.commands import SetSolverField
 from app.document import Document
+from app.edits import solver_edit
 from app.files import EXAMPLES, open_path, runs_folder
 from app.training import job as job_module
 from app.training.job import absolutize_data_paths, make_job, provide_bundled_data
+from app.training.run import Run
 from proto import caffe_pb2
-from proto.textio import parse_net
+from proto.textio import parse_net, parse_solver
 
 
 def open_example(tmp_path, solver: str) -> Document:
@@ -103,3 +107,50 @@ def test_missing_mnist_sources_get_the_bundled_copy(tmp_path, monkeypatch):
     assert paths.resolve("examples/mnist/mnist_train_lmdb") == Path("examples/mnist/mnist_train_lmdb")
     other = parse_net('layer { name: "d" type: "Data" top: "x" data_param { source: "my_own_lmdb" } }')
     assert job_module.provide_bundled_data([other], lines.append) == paths.DEFAULT and len(calls) == 1
+
+
+# Fields that name the net or are legacy aliases: the run inlines the document's net instead.
+_NOT_SCHEDULE = {"net", "train_net", "test_net", "solver_type"}
+
+
+def _another(fd, value):
+    if fd.enum_type is not None:
+        numbers = [v.number for v in fd.enum_type.values]
+        return numbers[(numbers.index(value) + 1) % len(numbers)]
+    if fd.type == fd.TYPE_BOOL:
+        return not value
+    if fd.type == fd.TYPE_STRING:
+        return f"{value}changed"
+    return value + 3 if fd.cpp_type not in (fd.CPPTYPE_FLOAT, fd.CPPTYPE_DOUBLE) else value + 0.25
+
+
+def test_a_run_of_an_example_records_the_solver_it_trained_with():
+    """Issue 31 case 9: the LeNet example, base_lr 0.05 in the Solver tab, Train: the run's settings
+    show 0.05, "inv" and 10000 iterations (the example's solver), not the built-in default."""
+    doc = Document()
+    open_path(doc, EXAMPLES / "mnist" / "lenet_train_test.prototxt")
+    assert doc.net_path is None and doc.title  # an untitled copy: the run writes into the runs folder
+    History(doc).push(solver_edit(doc, "base_lr", 0.05))
+    job = make_job(doc)
+    assert job.notes  # where its snapshots go: said in the notes, not in the solver it records
+    assert job.solver_text == doc.solver_text() and "# Training schedule" in job.solver_text
+    recorded = parse_solver(job.solver_text)
+    assert (recorded.base_lr, recorded.lr_policy, recorded.max_iter) == (pytest.approx(0.05), "inv", 10000)
+    assert "base_lr: 0.05" in Run(1, job).settings_text()
+
+
+def test_every_solver_field_changed_is_what_the_run_records():
+    doc = Document()
+    open_path(doc, EXAMPLES / "mnist" / "lenet_train_test.prototxt")
+    history = History(doc)
+    fields = [
+        fd
+        for fd in caffe_pb2.SolverParameter.DESCRIPTOR.fields
+        if fd.message_type is None and not fd.is_repeated and fd.name not in _NOT_SCHEDULE
+    ]
+    assert len(fields) >= 30  # base_lr, momentum, lr_policy, max_iter, snapshot, type, ...
+    for fd in fields:
+        history.push(SetSolverField(fd.name, _another(fd, getattr(doc.solver, fd.name))))
+        recorded = parse_solver(make_job(doc).solver_text, upgrade=False)
+        assert getattr(recorded, fd.name) == getattr(doc.solver, fd.name), fd.name
+    assert parse_solver(make_job(doc).solver_text, upgrade=False) == doc.solver
