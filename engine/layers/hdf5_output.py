@@ -21,6 +21,7 @@ from engine import backend
 from engine.blob import Blob
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
+from proto.atomic import check_target
 
 if TYPE_CHECKING:
     import h5py
@@ -58,6 +59,7 @@ class HDF5OutputLayer(Layer):
         import h5py  # only a net that writes HDF5 loads it
 
         try:
+            check_target(self.file_name)  # a link planted at file_name is refused, not written through
             with h5py.File(self.file_name, "a" if self.rows_written else "w") as f:
                 for name, array in zip(DATASETS, arrays):
                     self._append(f, name, array)

@@ -66,6 +66,18 @@ def test_the_first_forward_replaces_an_existing_file(tmp_path):
         assert sorted(f) == ["data", "label"]
 
 
+def test_a_link_planted_at_the_file_name_is_refused_not_written_through(tmp_path):
+    """Issue 32 case 2: h5py.File(name, "w") truncated the link's target."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    (tmp_path / "out.h5").symlink_to(victim)
+    layer = output_layer(np, tmp_path / "out.h5")
+    layer.setup([random_blob((1,)), random_blob((1,))], [])
+    with pytest.raises(LayerSetupError, match="it is a symbolic link .*refusing to write through it"):
+        layer.forward([random_blob((1,)), random_blob((1,))], [])
+    assert victim.read_text() == "keep"
+
+
 def test_in_a_net_the_file_is_readable_by_hdf5data(tmp_path):
     path = tmp_path / "features.h5"
     net = Net(
