@@ -121,3 +121,42 @@ def test_errors_name_the_layer(tmp_path):
         layer.forward([random_blob((2, 1)), random_blob((3,))], [])
     with pytest.raises(LayerSetupError, match="5 axes"):
         layer.forward([random_blob((1, 1, 1, 1, 1)), random_blob((1,))], [])
+
+
+def test_a_full_disk_is_one_line_and_no_segfault(tmp_path):
+    """Issue 32 case 8 for HDF5Output: HDF5 failing to write inside h5py ended in ignored finaliser
+    tracebacks and a segfault at exit. The full disk is a file-size limit in a child process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "net.prototxt").write_text(
+        'layer { name: "data" type: "DummyData" top: "x" top: "label" dummy_data_param {\n'
+        "  shape { dim: 100 dim: 1000 } shape { dim: 100 } } }\n"
+        'layer { name: "out" type: "HDF5Output" bottom: "x" bottom: "label"\n'
+        '  hdf5_output_param { file_name: "rows.h5" } }\n'
+    )
+    limited = (
+        "import resource, runpy, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))\n"
+        "sys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", limited, str(repo / "main.py"), "time", "--model", "net.prototxt"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("I")]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert errors == [
+        "error: layer 'out' (HDF5Output): Failed to write HDF5 file rows.h5: cannot write the HDF5 file: "
+        "File too large"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["net.prototxt"]
