@@ -57,7 +57,7 @@ def default_output(doc, kind: str) -> str:
     an earlier package of ours (the export then asks before replacing it)."""
     stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(doc.net_path or doc.net.name or "net"))[0])
     stem = stem if stem and not stem[0].isdigit() else f"net_{stem}"
-    if kind != "package" and shadowing(stem):
+    if kind == "torch" and shadowing(stem):
         stem += "_net"
     folder = document_folder(doc)
     base = f"{stem}_torchrun" if kind == "package" else stem

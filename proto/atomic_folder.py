@@ -136,18 +136,26 @@ def _put_in_place(user: str, tmp: str, target: str, marker: str, force: bool) ->
     extras = [entry for entry in os.listdir(target) if entry not in ours]
     clash = sorted(set(extras) & new)
     if clash:
-        raise WriteError(user, f"{clash[0]} there is not ours and the new package writes it", errno.EEXIST)
-    for entry in extras:  # the user's own files (snapshots, logs) stay with the package
-        os.rename(os.path.join(target, entry), os.path.join(tmp, entry))
-    if _exchange(tmp, target):
-        shutil.rmtree(tmp, ignore_errors=True)  # tmp is now the old package
-        return
-    aside = f"{tmp}.old"
-    os.rename(target, aside)
+        raise WriteError(user, f"{clash[0]} there is not ours and the new folder writes it", errno.EEXIST)
+    moved: list[str] = []
     try:
-        os.rename(tmp, target)
-    except OSError:
-        os.rename(aside, target)
+        for entry in extras:  # the user's own files (snapshots, logs) stay with the folder
+            os.rename(os.path.join(target, entry), os.path.join(tmp, entry))
+            moved.append(entry)
+        if _exchange(tmp, target):
+            shutil.rmtree(tmp, ignore_errors=True)  # tmp is now the old folder
+            return
+        aside = f"{tmp}.old"
+        os.rename(target, aside)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            os.rename(aside, target)
+            raise
+    except BaseException:
+        for entry in moved:  # back where they were, before the temporary folder is removed
+            with contextlib.suppress(OSError):
+                os.rename(os.path.join(tmp, entry), os.path.join(target, entry))
         raise
     shutil.rmtree(aside, ignore_errors=True)
 

@@ -19,15 +19,18 @@ file and the dataset.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import h5py
 import numpy as np
 
-from proto.atomic import write_bytes_atomic
+from proto.atomic import check_target, write_bytes_atomic
 from proto.errors import FormatError
 from proto.inputs import check_regular, open_regular
 
@@ -82,6 +85,77 @@ def _create(path: PathLike) -> Iterator[h5py.File]:
         message = str(exc).replace(name, os.fspath(path))
         raise FormatError(path, f"cannot write the HDF5 file: {message}") from exc
     write_bytes_atomic(path, image)
+
+
+class _Sink(io.RawIOBase):
+    """The file HDF5 writes through: a write that fails (a full disk) is remembered and reported as
+    done, so HDF5's own state stays whole (a failed write inside it ends, at exit, in h5py's
+    finalisers failing and a segfault); the caller raises the remembered error afterwards."""
+
+    def __init__(self, raw: Any) -> None:
+        super().__init__()
+        self.raw = raw
+        self.error: OSError | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self.raw.readinto(buffer)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def write(self, data: Any) -> int:
+        if self.error is None:
+            try:
+                return self.raw.write(data)
+            except OSError as exc:
+                self.error = exc
+        return len(memoryview(data))
+
+    def truncate(self, size: int | None = None) -> int:
+        if self.error is None:
+            try:
+                return self.raw.truncate(size)
+            except OSError as exc:
+                self.error = exc
+        return self.tell() if size is None else size
+
+    def flush(self) -> None:
+        pass
+
+
+@contextmanager
+def appending(path: PathLike, fresh: bool) -> Iterator[h5py.File]:
+    """An HDF5 file on disk to add to (HDF5Output's rows, batch by batch), ``fresh`` to start it
+    anew. A link at ``path`` is refused; a failed write (a full disk) is one FormatError after the
+    block, the file removed, never HDF5 failing inside h5py."""
+    check_target(path)
+    flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if fresh else 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        raw = os.fdopen(os.open(path, flags, 0o666), "r+b", buffering=0)
+    except OSError as exc:
+        raise FormatError(path, f"cannot write the HDF5 file: {exc.strerror or exc}") from exc
+    sink = _Sink(raw)
+    try:
+        with raw, h5py.File(sink, "w" if fresh else "a") as f:
+            yield f
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise FormatError(path, f"cannot write the HDF5 file: {exc}") from exc
+    if sink.error is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # a torn file: HDF5 wrote past what the disk took
+        raise FormatError(path, f"cannot write the HDF5 file: {sink.error.strerror or sink.error}")
 
 
 def _float_array(array: np.ndarray) -> np.ndarray:

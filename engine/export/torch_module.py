@@ -8,6 +8,7 @@ engine refuses is refused here with the engine's message.
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 import os
 import re
@@ -107,7 +108,14 @@ def export_module(
     text = module_source(exported, os.path.basename(net_path), stem, os.path.basename(weights_path), title)
     compile(text, out_path, "exec")  # a generator bug must not leave a broken file behind
     state = state_dict(net, exported)
+    new_weights = not os.path.lexists(weights_path)
     save_state(state, weights_path)
-    write_text_atomic(out_path, text)
+    try:
+        write_text_atomic(out_path, text)
+    except OSError:
+        if new_weights:  # a module that could not be written leaves no weights of its own behind
+            with contextlib.suppress(OSError):
+                os.unlink(weights_path)
+        raise
     count = sum(int(t.numel()) for t in state.values())
     return f"wrote {out_path} ({len(exported.layers)} layers) and {weights_path} ({count} values)"

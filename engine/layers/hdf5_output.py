@@ -21,6 +21,7 @@ from engine import backend
 from engine.blob import Blob
 from engine.layers.base import Layer
 from engine.layers.registry import register_layer
+from proto.errors import FormatError
 
 if TYPE_CHECKING:
     import h5py
@@ -55,14 +56,15 @@ class HDF5OutputLayer(Layer):
                 f"data blob and label blob must have the same batch size: {arrays[0].shape[0]} vs "
                 f"{arrays[1].shape[0]}"
             )
-        import h5py  # only a net that writes HDF5 loads it
+        from proto import hdf5io  # only a net that writes HDF5 loads h5py
 
-        try:
-            with h5py.File(self.file_name, "a" if self.rows_written else "w") as f:
+        try:  # a link at file_name is refused; a full disk is one line (proto.hdf5io.appending)
+            with hdf5io.appending(self.file_name, fresh=not self.rows_written) as f:
                 for name, array in zip(DATASETS, arrays):
                     self._append(f, name, array)
-        except (OSError, ValueError) as exc:
-            raise self.error(f"Failed to write HDF5 file {os.fspath(self.file_name)}: {exc}") from exc
+        except (OSError, ValueError, FormatError) as exc:
+            reason = exc.message if isinstance(exc, FormatError) else str(exc)
+            raise self.error(f"Failed to write HDF5 file {os.fspath(self.file_name)}: {reason}") from exc
         self.rows_written += arrays[0].shape[0]
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:

@@ -13,6 +13,7 @@ runs round as Caffe's do.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -110,7 +111,10 @@ class Solver:
 
     # --- the loop ----------------------------------------------------------------------------
     def step(self, iters: int) -> None:
-        with self.prefix_lock, parallel.gemms_in_pool(self.xp):  # the CPU's cores for the engine's threads
+        # pycaffe's step() snapshots only at the solver's interval: without one it takes no lock
+        # (solve() holds it whatever the settings: it snapshots at the end, or when asked).
+        locked = self.prefix_lock if self.param.snapshot else contextlib.nullcontext()
+        with locked, parallel.gemms_in_pool(self.xp):  # the CPU's cores for the engine's own threads
             self._step(iters)
 
     def _step(self, iters: int) -> None:

@@ -295,3 +295,18 @@ def test_kill_9_while_the_weights_are_written_leaves_the_previous_package(folder
     os.utime(left, (old, old))
     assert package(capsys, folder, out, "--force")[0] == 0
     assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_full_disk_at_the_module_leaves_no_new_weights(folder, capsys, monkeypatch):
+    before = listing(folder)
+    real_fsync = os.fsync
+
+    def full_disk(fd: int) -> None:  # OUT.pt is written; OUT.py then meets a full disk
+        if "/.out.py." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", full_disk)
+    code, err = run(capsys, "export", str(folder / "net.prototxt"), str(folder / "out.py"))
+    assert (code, err) == (2, [f"error: cannot write {folder / 'out.py'}: No space left on device"])
+    assert listing(folder) == before

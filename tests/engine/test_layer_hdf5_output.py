@@ -66,6 +66,18 @@ def test_the_first_forward_replaces_an_existing_file(tmp_path):
         assert sorted(f) == ["data", "label"]
 
 
+def test_a_link_planted_at_the_file_name_is_refused_not_written_through(tmp_path):
+    """Issue 32 case 2: h5py.File(name, "w") truncated the link's target."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    (tmp_path / "out.h5").symlink_to(victim)
+    layer = output_layer(np, tmp_path / "out.h5")
+    layer.setup([random_blob((1,)), random_blob((1,))], [])
+    with pytest.raises(LayerSetupError, match="it is a symbolic link .*refusing to write through it"):
+        layer.forward([random_blob((1,)), random_blob((1,))], [])
+    assert victim.read_text() == "keep"
+
+
 def test_in_a_net_the_file_is_readable_by_hdf5data(tmp_path):
     path = tmp_path / "features.h5"
     net = Net(
@@ -109,3 +121,42 @@ def test_errors_name_the_layer(tmp_path):
         layer.forward([random_blob((2, 1)), random_blob((3,))], [])
     with pytest.raises(LayerSetupError, match="5 axes"):
         layer.forward([random_blob((1, 1, 1, 1, 1)), random_blob((1,))], [])
+
+
+def test_a_full_disk_is_one_line_and_no_segfault(tmp_path):
+    """Issue 32 case 8 for HDF5Output: HDF5 failing to write inside h5py ended in ignored finaliser
+    tracebacks and a segfault at exit. The full disk is a file-size limit in a child process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "net.prototxt").write_text(
+        'layer { name: "data" type: "DummyData" top: "x" top: "label" dummy_data_param {\n'
+        "  shape { dim: 100 dim: 1000 } shape { dim: 100 } } }\n"
+        'layer { name: "out" type: "HDF5Output" bottom: "x" bottom: "label"\n'
+        '  hdf5_output_param { file_name: "rows.h5" } }\n'
+    )
+    limited = (
+        "import resource, runpy, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))\n"
+        "sys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", limited, str(repo / "main.py"), "time", "--model", "net.prototxt"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("I")]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert errors == [
+        "error: layer 'out' (HDF5Output): Failed to write HDF5 file rows.h5: cannot write the HDF5 file: "
+        "File too large"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["net.prototxt"]

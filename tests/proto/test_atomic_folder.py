@@ -121,3 +121,20 @@ def test_a_killed_writes_temporary_folder_is_removed_by_the_next_write(tmp_path)
     write(tmp_path / "pkg", {"a.py": b"A"})
     assert not stale.exists() and fresh.exists()
     assert atomic_folder.remove_stale_folders(str(tmp_path / "pkg")) == []
+
+
+def test_a_failed_swap_puts_the_users_files_back(tmp_path, monkeypatch):
+    """The user's files move into the new folder just before the swap: when the swap fails they go
+    back into the old one, never removed with the temporary folder."""
+    target = tmp_path / "pkg"
+    write(target, {"a.py": b"old"})
+    (target / "run.log").write_text("the user's log")
+
+    def refused(a: str, b: str) -> bool:
+        raise OSError(errno.EIO, "Input/output error", b)
+
+    monkeypatch.setattr(atomic_folder, "_exchange", refused)
+    with pytest.raises(WriteError, match="Input/output error"):
+        write(target, {"a.py": b"new"}, force=True)
+    assert (target / "run.log").read_text() == "the user's log" and (target / "a.py").read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
