@@ -24,8 +24,18 @@ from proto import caffe_pb2
 COLOURS = {"blue": (30, 40, 200), "green": (30, 200, 40), "red": (200, 40, 30)}  # RGB
 
 
-def make_classes(root: Path, per_class: int = 12, size=(10, 14), seed: int = 0, nested: bool = True) -> None:
-    """Three separable classes (a dominant colour each, with noise), files of mixed kinds and case."""
+def make_classes(
+    root: Path,
+    per_class: int = 12,
+    size=(10, 14),
+    seed: int = 0,
+    nested: bool = True,
+    existing_out: bool = False,
+) -> None:
+    """Three separable classes (a dominant colour each, with noise), files of mixed kinds and case;
+    with ``existing_out`` an (empty) ``out`` folder beside them too."""
+    if existing_out:
+        (root.parent / "out").mkdir()
     rng = np.random.default_rng(seed)
     for name, colour in COLOURS.items():
         for i in range(per_class):
@@ -156,7 +166,7 @@ def test_an_unreadable_image_is_skipped_and_said(tmp_path):
         (lambda p: (p / "pics" / "a").mkdir(parents=True), [], "no class subfolder with enough images"),
         (lambda p: make_classes(p / "pics", 3), ["--val", "60", "--test", "50"], "together under 100"),
         (lambda p: make_classes(p / "pics", 3), ["--size", "8by8"], "expected HxW"),
-        (lambda p: (make_classes(p / "pics", 3), (p / "out").mkdir()), [], "already exists"),
+        (lambda p: make_classes(p / "pics", 3, existing_out=True), [], "already exists"),
         (lambda p: make_classes(p / "pics", 3), ["--val-folder", "nowhere"], "no such folder"),
     ],
 )
@@ -175,9 +185,9 @@ def test_force_replaces_and_a_cancel_or_interrupt_leaves_the_old_one(tmp_path):
     assert main.main(["dataset", str(tmp_path / "pics"), str(out), "--quiet"]) == 0
     first = (out / "train.txt").read_text()
     plan = plan_dataset(tmp_path / "pics", DatasetOptions(seed=3))
-    calls = []
-    with pytest.raises(Cancelled):
-        build_dataset(plan, out, force=True, cancelled=lambda: calls.append(1) or len(calls) > 5)
+    calls = iter(range(10**6))
+    with pytest.raises(Cancelled):  # cancelled on the sixth image
+        build_dataset(plan, out, force=True, cancelled=lambda: next(calls) >= 5)
     assert (out / "train.txt").read_text() == first and sorted(p.name for p in tmp_path.iterdir()) == [
         "ds",
         "pics",

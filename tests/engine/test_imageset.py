@@ -288,3 +288,17 @@ def test_encoded_without_an_extension_keeps_the_bytes_or_stops(tmp_path, images,
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and "cannot encode images as '.noext'" in err[-1] and not (tmp_path / "d2").exists()
+
+
+def test_jpeg_decodes_to_bgr_and_to_its_luma(tmp_path, images):
+    rc, db = convert(tmp_path, ["photo.jpg 0"])
+    rc_gray = main.main(
+        ["convert_imageset", "--gray", f"{tmp_path}/img/", str(tmp_path / "list.txt"), str(tmp_path / "g")]
+    )
+    assert rc == 0 and rc_gray == 0
+    (_, colour), (_, gray) = records(db)[0], records(tmp_path / "g")[0]
+    pixels = np.frombuffer(colour.data, np.uint8).reshape(3, 5, 7).astype(int)
+    # JPEG is lossy: a flat colour comes back within a few levels (libjpeg's rounding and chroma).
+    assert np.abs(pixels - np.array([90, 40, 200])[:, None, None]).max() <= 3  # BGR of RGB (200, 40, 90)
+    luma = 0.299 * 200 + 0.587 * 40 + 0.114 * 90  # what libjpeg hands OpenCV for IMREAD_GRAYSCALE
+    assert gray.channels == 1 and np.abs(np.frombuffer(gray.data, np.uint8) - luma).max() <= 3
