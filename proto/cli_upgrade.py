@@ -10,6 +10,7 @@ upgrade had problems (fields Caffe could not place, listed as warnings), as Caff
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
@@ -18,7 +19,7 @@ from google.protobuf.message import Message
 from proto import caffe_pb2
 from proto.binaryio import parse_binary, write_caffemodel
 from proto.errors import FormatError
-from proto.inputs import open_regular
+from proto.inputs import check_size, open_regular
 from proto.textio import decode_text, looks_binary, parse_text, write_net, write_solver
 from proto.upgrade import upgrade_net, upgrade_solver
 
@@ -37,7 +38,10 @@ def run(args: list[str]) -> int:
     source, target = args
     try:
         with open_regular(source, "binary", "a net, a solver or a caffemodel") as f:
-            data = f.read()
+            data = f.read(8192)
+            if not looks_binary(data):  # text: held to a prototxt's limit before the rest is read
+                check_size(source, os.fstat(f.fileno()).st_size, "text", "a prototxt")
+            data += f.read()
         if looks_binary(data):
             steps, problems = _upgrade_caffemodel(data, source, target)
             kind = "binary net"

@@ -66,3 +66,19 @@ def test_first_save_as_of_a_new_net_starts_in_the_documents_not_the_program(
     window.workbench.new_document()
     folder = window._folder()
     assert folder != os.getcwd() and folder.startswith(str(home))
+
+
+def test_a_picture_past_the_limits_is_refused_in_words(qtbot, window, tmp_path, monkeypatch):
+    """#30 case 8 in the window: the same limits as `main.py draw`, said in the error box."""
+    from graph_view import render
+
+    monkeypatch.setattr(render, "MAX_BOXES", 5)  # LeNet's TRAIN net has 8 boxes
+    said: list[str] = []
+    window.show_error = lambda title, text: said.append(f"{title}: {text}")
+    window.ask_picture_path = lambda default: str(tmp_path / "net.png")
+    window.workbench.export_picture_action.trigger()
+    assert said == [
+        "Cannot export the picture: the net has 8 boxes, more than a picture can show (5); "
+        "`main.py shapes` lists every layer"
+    ]
+    assert not (tmp_path / "net.png").exists()

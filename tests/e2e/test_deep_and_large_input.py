@@ -177,3 +177,13 @@ def test_level_past_32_bits_is_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit, match="2"):
         main.main(["time", "--model", str(solver), "--iterations", "-3000000000"])
     assert "out of range" in capsys.readouterr().err
+
+
+def test_upgrade_holds_text_to_the_prototxt_limit(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(inputs.LIMITS, "text", 1000)
+    path = tmp_path / "big.prototxt"
+    path.write_text("# padding\n" * 200 + 'name: "x"\n')
+    assert main.main(["upgrade", str(path), str(tmp_path / "out.prototxt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"{path}: 2,010 bytes, more than a prototxt can be (1,000 bytes); not read"
+    assert not (tmp_path / "out.prototxt").exists()
