@@ -163,6 +163,10 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         from engine.export.cli import run
 
         return run
+    if name == "compare-init":
+        from app.experiments.cli import run as compare_init  # the engine's, plus --out X.png
+
+        return compare_init
     if name == "shapes":
         from graph_view.cli_shapes import run as run_shapes
 
@@ -174,7 +178,6 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         "fill": "fill",
         "train": "train",
         "test": "score",
-        "compare-init": "compare_init",
     }
     import importlib
 

@@ -9,7 +9,6 @@ experiment. Closing the window stops it.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Slot
@@ -24,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.experiments.curves_view import COLOURS, CurvesView, legend_name
+from app.experiments.curves_view import CurvesView, verdict_line
 from app.experiments.runner import Runner
 from app.experiments.runs import variant_runs
 from app.experiments.setup import Setup
@@ -173,9 +172,7 @@ class CompareInitDialog(QDialog):
         experiment = self.runner.experiment
         if experiment is None:
             return
-        name = html.escape(legend_name(experiment.curves[k]))
-        colour = COLOURS[k % len(COLOURS)]
-        self.verdict_lines[k] = f'<span style="color:{colour}">■</span> <b>{name}</b>: {html.escape(text)}'
+        self.verdict_lines[k] = verdict_line(k, experiment.curves[k], text)
         self.verdicts.setText("<br>".join(self.verdict_lines[i] for i in sorted(self.verdict_lines)))
 
     def _update_buttons(self) -> None:

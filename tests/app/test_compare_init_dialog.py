@@ -124,3 +124,22 @@ def test_bad_settings_say_why_and_start_nothing(qtbot, window):
     dialog.setup.layers.setText("conv1, nope")
     assert not dialog.start()
     assert dialog.status.text() == "the net has no layer 'nope'" and dialog.runner.experiment is None
+
+
+def test_the_command_line_draws_the_curves_as_the_window_does(monkeypatch, mnist_root, tmp_path, capsys):  # noqa: F811
+    from PySide6.QtGui import QImage
+
+    import main
+    from tests.engine.compare_init_support import LENET_SOLVER
+
+    monkeypatch.delenv(paths.ENV_VAR, raising=False)
+    monkeypatch.setattr(mnist, "default_folder", lambda: mnist_root)
+    out = tmp_path / "curves.png"
+    args = ["--variant", "xavier", "--variant", "zero=constant 0", "--iterations", "3", "--test-iter", "1"]
+    assert main.main(["compare-init", "--solver", str(LENET_SOLVER), *args, "--out", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1280, 800)
+    colours = {image.pixel(x, y) for x in range(0, 1280, 7) for y in range(0, 800, 7)}
+    assert len(colours) > 50  # curves, axes, text: not a blank page
+    assert [p.name for p in tmp_path.iterdir()] == ["curves.png"]  # written whole, no temporary left
