@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import trust
 from app.experiments.curves_view import CurvesView, verdict_line
 from app.experiments.runner import Runner
 from app.experiments.runs import variant_runs
@@ -98,6 +99,9 @@ class CompareInitDialog(QDialog):
     def start(self) -> bool:
         if self.runner.running:
             return False
+        guard = trust.guard_of(self.doc)
+        if guard is not None and not guard.ensure(then=self.start):
+            return False  # its Python layers' folder is not trusted: asked, as Train asks; starts once it is
         try:
             variants = self.setup.variants()
             experiment = self.runner.start(
