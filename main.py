@@ -184,6 +184,10 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         from engine.cli.dataset import run as run_dataset
 
         return run_dataset
+    if name == "compare-init":
+        from app.experiments.cli import run as compare_init  # the engine's, plus --out X.png
+
+        return compare_init
     if name == "shapes":
         from graph_view.cli_shapes import run as run_shapes
 
@@ -198,7 +202,6 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         "train": "train",
         "test": "score",
         **{name: name for name in model_use.COMMANDS},  # engine/cli/<name>.py
-        "compare-init": "compare_init",
     }
     import importlib
 

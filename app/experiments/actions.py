@@ -33,10 +33,17 @@ class CompareInitActions:
 
     def open_dialog(self) -> CompareInitDialog:
         if self.dialog is None:
-            self.dialog = CompareInitDialog(self.window.doc, self.window)
+            self.dialog = CompareInitDialog(self.window.doc, self.window, self.add_runs)
         self.dialog.show()
         self.dialog.raise_()
         return self.dialog
+
+    def add_runs(self, runs) -> None:
+        training = getattr(self.window, "training", None)
+        if training is None:
+            return
+        for run in runs:
+            training.controller.add_run(run)
 
 
 def install(window) -> CompareInitActions:

@@ -8,6 +8,7 @@ while it runs: the worker's lists only grow, so a read takes the length each lis
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -25,6 +26,12 @@ STATS = (  # (Curves attribute, plot title, log y)
     ("grad_norm", "‖gradient‖", True),
     ("dead", "dead ReLU fraction", False),
 )
+
+
+def verdict_line(k: int, curves: Curves, text: str) -> str:
+    """Variant ``k``'s verdict as rich text: its colour, its name, the verdict."""
+    name = html.escape(legend_name(curves))
+    return f'<span style="color:{COLOURS[k % len(COLOURS)]}">■</span> <b>{name}</b>: {html.escape(text)}'
 
 
 def legend_name(curves: Curves) -> str:

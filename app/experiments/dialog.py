@@ -2,13 +2,14 @@
 
 The setup on the left (the variants, iterations, seed, layers, test batches) and Start, Pause and
 Stop (both for every variant at once); the curves on the right as the variants train, and a verdict
-line per variant when they end. Each Start trains a fresh copy of the document: editing the net
-meanwhile changes nothing in the running experiment. Closing the window stops it.
+line per variant when they end, when each variant also becomes a run of the Runs tab. Each Start
+trains a fresh copy of the document: editing the net meanwhile changes nothing in the running
+experiment. Closing the window stops it.
 """
 
 from __future__ import annotations
 
-import html
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QCloseEvent
@@ -22,9 +23,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.experiments.curves_view import COLOURS, CurvesView, legend_name
+from app import trust
+from app.experiments.curves_view import CurvesView, verdict_line
 from app.experiments.runner import Runner
+from app.experiments.runs import variant_runs
 from app.experiments.setup import Setup
+from app.training.run import Run
 from engine import events
 from engine.errors import EngineError
 from engine.experiments import events as exp
@@ -33,8 +37,12 @@ _PAUSING = events.RunStatus.PAUSING
 
 
 class CompareInitDialog(QDialog):
-    def __init__(self, doc, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, doc, parent: QWidget | None = None, add_runs: Callable[[list[Run]], None] | None = None
+    ) -> None:
+        """``add_runs``: where the ended experiment's variants go as runs (the Runs tab)."""
         super().__init__(parent)
+        self.add_runs = add_runs
         self.setWindowTitle("Compare Initialisations")
         self.setObjectName("compareInitDialog")
         self.doc = doc
@@ -91,6 +99,9 @@ class CompareInitDialog(QDialog):
     def start(self) -> bool:
         if self.runner.running:
             return False
+        guard = trust.guard_of(self.doc)
+        if guard is not None and not guard.ensure(then=self.start):
+            return False  # its Python layers' folder is not trusted: asked, as Train asks; starts once it is
         try:
             variants = self.setup.variants()
             experiment = self.runner.start(
@@ -148,19 +159,24 @@ class CompareInitDialog(QDialog):
         elif isinstance(event, events.Finished):
             self.curves.timer.stop()
             self.curves.refresh()
+            if self.add_runs is not None and experiment is not None and self.runner.job is not None:
+                self.add_runs(variant_runs(experiment, self.run_number(), self.runner.job.base_dir))
             self.status.setText(f"{event.status.value.capitalize()} after {event.iter} iterations")
         elif isinstance(event, events.Failed):
             self.curves.timer.stop()
             self.status.setText(f"Failed: {event.message}")
         self._update_buttons()
 
+    def run_number(self) -> int:
+        """The number the first variant's run gets: after the runs the window knows."""
+        controller = getattr(getattr(self.parent(), "training", None), "controller", None)
+        return len(controller.runs) + 1 if controller is not None else 1
+
     def _verdict(self, k: int, text: str) -> None:
         experiment = self.runner.experiment
         if experiment is None:
             return
-        name = html.escape(legend_name(experiment.curves[k]))
-        colour = COLOURS[k % len(COLOURS)]
-        self.verdict_lines[k] = f'<span style="color:{colour}">■</span> <b>{name}</b>: {html.escape(text)}'
+        self.verdict_lines[k] = verdict_line(k, experiment.curves[k], text)
         self.verdicts.setText("<br>".join(self.verdict_lines[i] for i in sorted(self.verdict_lines)))
 
     def _update_buttons(self) -> None:

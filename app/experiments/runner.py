@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from app.training.job import make_job, provide_bundled_data
+from app.training.job import TrainingJob, make_job, provide_bundled_data
 from engine import pymodules
 from engine.events import Failed
 from engine.experiments import events as exp
@@ -33,6 +33,7 @@ class Runner(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.experiment: CompareInit | None = None
+        self.job: TrainingJob | None = None  # the training copy of the document the experiment runs
         self._thread: threading.Thread | None = None
         self._yielded = 0.0
 
@@ -50,7 +51,7 @@ class Runner(QObject):
         test_iter: int,
     ) -> CompareInit:
         """Start on a copy of ``doc``; SpecError (one line) when the settings cannot be used."""
-        job = make_job(doc)
+        job = self.job = make_job(doc)
         experiment = CompareInit(
             job.solver, variants, iterations, seed, layers, self._listen, test_iter=test_iter
         )

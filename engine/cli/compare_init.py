@@ -1,5 +1,5 @@
 """`main.py compare-init --solver S [--variant NAME=FILLER ...] [--iterations N] [--seed S]
-[--layers a,b] [--out results.json|csv]`: one net under several initialisations, side by side.
+[--layers a,b] [--out results.json|csv|png]`: one net under several initialisations, side by side.
 
 Each ``--variant`` is ``NAME=FILLER`` or just ``FILLER`` (then named by itself); FILLER is spelt as
 engine/experiments/filler_spec.py reads it (``xavier``, ``constant 0``, ``gaussian std=0.01``,
@@ -17,13 +17,16 @@ import math
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine import events
 from engine.experiments import events as exp
 
 if TYPE_CHECKING:
-    from engine.experiments.compare_init import Variant
+    from engine.experiments.compare_init import CompareInit, Variant
+
+Picture = Callable[["CompareInit", list[str], list[bool], str], None]
 
 DIGITS_VARIANTS = ("constant 0", "uniform min=0 max=1", "uniform min=-0.5 max=0.5", "xavier", "msra")
 
@@ -38,7 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iterations", type=int, default=300, help="iterations per variant (default 300)")
     p.add_argument("--seed", type=int, default=1, help="the seed every variant's fillers draw from")
     p.add_argument("--layers", default="", help="fill only these layers' weights (comma-separated)")
-    p.add_argument("--out", default="", help="write the curves to this .json or .csv file")
+    p.add_argument(
+        "--out", default="", help="write the curves to this .json or .csv file, or as a .png picture"
+    )
     p.add_argument("--test-interval", type=int, help="test every N iterations (default: the solver's, "
                    "at most a tenth of the run)")  # fmt: skip
     p.add_argument("--test-iter", type=int, help="test batches per test (default: the solver's, at most 10)")
@@ -55,7 +60,9 @@ def variant(text: str) -> Variant:
     return Variant.parse(" ".join(text.split()), text)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, picture: Picture | None = None) -> int:
+    """``picture(experiment, layers, relu, path)`` writes ``--out X.png`` (the window's curves: main.py
+    passes it from app/, which the engine may not import)."""
     # The engine loads here, not when main.py builds its parser.
     from engine import pymodules
     from engine.cli import common
@@ -64,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
     from engine.experiments.compare_init import MAX_VARIANTS, MIN_VARIANTS, CompareInit
     from proto.atomic import write_text_atomic
 
-    if args.out and os.path.splitext(args.out)[1].lower() not in (".json", ".csv"):
-        raise common.CliError(f"--out {args.out}: give a .json or a .csv file")
+    kinds = (".json", ".csv", ".png") if picture is not None else (".json", ".csv")
+    if args.out and os.path.splitext(args.out)[1].lower() not in kinds:
+        raise common.CliError(f"--out {args.out}: give a {', a '.join(kinds[:-1])} or a {kinds[-1]} file")
     variants = [variant(v) for v in args.variant or DIGITS_VARIANTS]
     if not MIN_VARIANTS <= len(variants) <= MAX_VARIANTS:  # before the solver is read: one line
         count = len(variants)
@@ -99,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{c.name}: {c.verdict.text if c.verdict else 'no verdict'}")
     if args.out:
         layer_names = list(progress.layers)
+        if args.out.lower().endswith(".png") and picture is not None:
+            picture(experiment, layer_names, list(progress.relu), args.out)
+            print(f"wrote {args.out}")
+            return 0
         if args.out.lower().endswith(".json"):
             differ = experiment.batches_differ_at
             text = report.to_json(
@@ -119,6 +131,7 @@ class Progress:
         self.count = count
         self.names: tuple[str, ...] = ()
         self.layers: tuple[str, ...] = ()
+        self.relu: tuple[bool, ...] = ()
         self.losses: dict[tuple[int, int], float] = {}  # (variant, iteration): the smoothed loss
         self.scores: dict[int, dict[int, dict[str, float]]] = {}
         self.dropped: set[int] = set()
@@ -126,7 +139,7 @@ class Progress:
 
     def __call__(self, event: exp.Event) -> None:
         if isinstance(event, exp.Ready):
-            self.names, self.layers = event.variants, event.layers
+            self.names, self.layers, self.relu = event.variants, event.layers, event.relu
         elif isinstance(event, exp.Step):
             self.losses[event.variant, event.iteration.iter] = event.iteration.smoothed_loss
         elif isinstance(event, exp.Scored):

@@ -67,6 +67,8 @@ class Curves:
     iters: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
     smoothed: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # since the experiment started
     tests: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     stat_iters: list[int] = field(default_factory=list)
     act_std: list[tuple[float, ...]] = field(default_factory=list)
@@ -157,6 +159,7 @@ class CompareInit:
         self._plotted: list[int] = []
         self._relus: list[bool] = []
         self._windows: list[collections.deque[float]] = []
+        self._started = time.perf_counter()
         self._wake = threading.Condition()
         self._status = events.RunStatus.STARTING
 
@@ -210,7 +213,7 @@ class CompareInit:
 
     def run(self) -> list[Curves]:
         """Train every variant ``iterations`` times (or until stopped); their curves and verdicts."""
-        start = time.perf_counter()
+        start = self._started = time.perf_counter()
         with rng.seeded(self.seed):  # the experiment's draws are its own, whatever other threads draw
             try:
                 self._run()
@@ -347,6 +350,8 @@ class CompareInit:
         curves.iters.append(step.iter)
         curves.loss.append(step.loss)
         curves.smoothed.append(smoothed)
+        curves.lr.append(step.lr)
+        curves.seconds.append(time.perf_counter() - self._started)
         self._check_batch(k, it, batch_digest(solver.net))
         self._emit(exp.Step(k, events.Iteration(step.iter, step.loss, smoothed, step.lr)))
         if step.iter % self.stats_every == 0:

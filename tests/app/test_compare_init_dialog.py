@@ -79,6 +79,19 @@ def test_the_dialog_trains_every_variant_and_overlays_their_curves(qtbot, window
     assert "did not learn: loss flat at 2.30" in dialog.verdict_lines[0]
     assert dialog.buttons["start"].isEnabled() and not dialog.buttons["stop"].isEnabled()
 
+    # Each variant is a run of the Runs tab, named by its variant, its curves and its filler with it.
+    runs = window.training.controller.runs
+    assert [r.name for r in runs] == ["Run 1 · constant 0 (Caffe's default)", "Run 2 · xavier"]
+    assert [len(r.train) for r in runs] == [20, 20] and all(r.status is RunStatus.FINISHED for r in runs)
+    assert runs[1].train.column("loss")[-1] == experiment.curves[1].loss[-1]
+    assert runs[1].tests["accuracy"].column("value")[-1] == experiment.curves[1].tests[-1][1]["accuracy"]
+    assert runs[0].fillers() == "constant ×4" and runs[1].fillers() == "xavier ×4"
+    changed = [
+        line[0] + line[1:].strip() for line in runs[1].diff_from(runs[0]).splitlines()[2:] if line[:1] in "+-"
+    ]
+    assert changed == ['-type: "constant"', "-value: 0.0", '+type: "xavier"'] * 4  # the fillers, nothing else
+    assert window.training.runs.tree.topLevelItemCount() == 2
+
 
 def test_pause_holds_and_stop_ends_every_variant(qtbot, window):
     dialog = window.compare_init.open_dialog()
@@ -111,3 +124,22 @@ def test_bad_settings_say_why_and_start_nothing(qtbot, window):
     dialog.setup.layers.setText("conv1, nope")
     assert not dialog.start()
     assert dialog.status.text() == "the net has no layer 'nope'" and dialog.runner.experiment is None
+
+
+def test_the_command_line_draws_the_curves_as_the_window_does(monkeypatch, mnist_root, tmp_path, capsys):  # noqa: F811
+    from PySide6.QtGui import QImage
+
+    import main
+    from tests.engine.compare_init_support import LENET_SOLVER
+
+    monkeypatch.delenv(paths.ENV_VAR, raising=False)
+    monkeypatch.setattr(mnist, "default_folder", lambda: mnist_root)
+    out = tmp_path / "curves.png"
+    args = ["--variant", "xavier", "--variant", "zero=constant 0", "--iterations", "3", "--test-iter", "1"]
+    assert main.main(["compare-init", "--solver", str(LENET_SOLVER), *args, "--out", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1280, 800)
+    colours = {image.pixel(x, y) for x in range(0, 1280, 7) for y in range(0, 800, 7)}
+    assert len(colours) > 50  # curves, axes, text: not a blank page
+    assert [p.name for p in tmp_path.iterdir()] == ["curves.png"]  # written whole, no temporary left

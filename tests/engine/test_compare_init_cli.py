@@ -63,7 +63,7 @@ def test_csv_out_and_a_filler_named_by_itself(bundled, tmp_path, capsys):
             "the net has no layer 'nope'",
         ),
         (["--variant", "xavier", "--variant", "gaussian sdt=1"], "gaussian has no field 'sdt'"),
-        (["--variant", "xavier", "--variant", "msra", "--out", "x.txt"], "give a .json or a .csv file"),
+        (["--variant", "xavier", "--variant", "msra", "--out", "x.txt"], "a .csv or a .png file"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(bundled, capsys, args, words):
