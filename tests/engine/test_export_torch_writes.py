@@ -310,3 +310,25 @@ def test_a_full_disk_at_the_module_leaves_no_new_weights(folder, capsys, monkeyp
     code, err = run(capsys, "export", str(folder / "net.prototxt"), str(folder / "out.py"))
     assert (code, err) == (2, [f"error: cannot write {folder / 'out.py'}: No space left on device"])
     assert listing(folder) == before
+
+
+@pytest.mark.parametrize("text", ["base_lr: {{{\n", "net_param { " * 3000 + "}" * 3000 + "\n"])
+def test_the_packages_train_py_refuses_a_solver_it_cannot_read_in_one_line(folder, capsys, text):
+    """The package's own solver.prototxt, edited by hand into something unreadable (a typo, or blocks
+    nested past what protobuf's recursive parser takes): one line naming the file, exit 2."""
+    import subprocess
+    import sys
+
+    out = folder / "pkg"
+    assert package(capsys, folder, out)[0] == 0
+    (out / "solver.prototxt").write_text(text)
+    done = subprocess.run(
+        [sys.executable, str(out / "train.py"), "--cpu"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    errors = [line for line in done.stderr.splitlines() if not GLOG_INFO.match(line)]
+    assert done.returncode == 2 and len(errors) == 1, done.stderr
+    assert errors[0].startswith(f"error: {out / 'solver.prototxt'}: ")

@@ -42,8 +42,14 @@ def parse(message: Any, data: bytes, path: str, what: str) -> Any:
 
 
 def read_prototxt(path: str, message: Any) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return text_format.Parse(f.read(), message)
+    """The package's own prototxt (edited by hand, perhaps): any way it cannot be read is one line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return text_format.Parse(f.read(), message)
+    except (OSError, UnicodeDecodeError, text_format.ParseError) as exc:
+        raise FileProblem(f"{path}: {exc}") from None
+    except RecursionError:  # protobuf's parser recurses once per nested block
+        raise FileProblem(f"{path}: blocks nested too deep to read") from None
 
 
 def blob_array(blob: Any) -> np.ndarray:
