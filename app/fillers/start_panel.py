@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -90,10 +91,19 @@ class LogAxis(pg.AxisItem):
 class NetStartPanel(QWidget):
     finished = Signal()  # the plots show the newest run
 
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        doc: Document,
+        parent: QWidget | None = None,
+        assumed: Callable[[int], Mapping[str, Sequence[tuple[int, ...]]]] | None = None,
+    ) -> None:
+        """``assumed(phase)``: data layer name -> the top shapes the canvas assumes for it (its
+        source is not here); those layers get synthetic batches of that shape."""
         super().__init__(parent)
         self.setObjectName("netStartPanel")
         self.doc = doc
+        self._assumed = assumed
+        self._inputs: Mapping[str, Sequence[tuple[int, ...]]] = {}
         self.phase, self.seed = caffe_pb2.TRAIN, 1
         self.results: tuple[Probe, Probe] | None = None
         self._pending = True
@@ -242,6 +252,13 @@ class NetStartPanel(QWidget):
         self.source.setText("")
         self.summary.setText(f"Running {html.escape(self.doc.net.name or 'the net')}…")
 
+    def check_assumed(self) -> None:
+        """The canvas was rebuilt: run again if the shapes it assumes changed (the data appeared)."""
+        if not self.isVisible():
+            self._pending = True  # looked at when it is shown
+        elif self._assumed is not None and self._assumed(self.phase) != self._inputs:
+            self._schedule()
+
     def _set_phase(self, i: int) -> None:
         self.phase = caffe_pb2.TRAIN if i == 0 else caffe_pb2.TEST
         self._schedule()
@@ -273,7 +290,8 @@ class NetStartPanel(QWidget):
         guard = trust.guard_of(self.doc)
         if guard is not None:
             guard.ensure(ask_again=False)  # untrusted: its Python layers say "not run" meanwhile
-        self.jobs.submit(lambda: tuple(probe(net, phase, seed, label, where) for label in labels))
+        inputs = self._inputs = dict(self._assumed(phase)) if self._assumed is not None else {}
+        self.jobs.submit(lambda: tuple(probe(net, phase, seed, label, where, inputs) for label in labels))
 
     # ---- drawing ------------------------------------------------------------------------------
     def _show(self, results: tuple[Probe, Probe]) -> None:
