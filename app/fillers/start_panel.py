@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetricsF, QPalette
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFrame,
     QHBoxLayout,
@@ -57,12 +58,14 @@ class LayerAxis(pg.AxisItem):
 
     def tickValues(self, minVal, maxVal, size):
         n = len(self.names)
-        if not n:
+        span = maxVal - minVal
+        if not n or not (math.isfinite(span) and span > 0 and size > 0):
             return []
         room = self._metrics().horizontalAdvance(max(self.names, key=len)) + 16  # a name and a gap
-        fits = max(1, int(size // room))  # never more names than the axis has room for
-        step = max(1, math.ceil(n / min(MAX_NAMES, fits)))
-        return [(step, list(range(0, n, step)))]
+        # Spaced by the range shown, not by the number of layers: zoomed out, names never overlap.
+        per_layer = size / span  # pixels between two neighbouring layers
+        step = max(1, math.ceil(room / per_layer), math.ceil(min(n, span + 1) / MAX_NAMES))
+        return [(step, [k for k in range(0, n, step) if minVal <= k <= maxVal])]
 
     def tickStrings(self, values, scale, spacing):
         return [self.names[int(v)] if 0 <= int(v) < len(self.names) else "" for v in values]
@@ -175,6 +178,9 @@ class NetStartPanel(QWidget):
         second.addStretch(1)
 
         self.view = pg.GraphicsLayoutWidget(self)
+        # The wheel scrolls the panel; a chart zooms under it only once clicked (focused).
+        self.view.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.view.viewport().installEventFilter(self)
         self.view.setMinimumHeight(70 * len(PLOTS))  # each plot keeps room for its axis label
         self.view.setBackground("w")
         self.axes: list[LayerAxis] = []
@@ -218,7 +224,7 @@ class NetStartPanel(QWidget):
         # In a scroll area: a short dock scrolls rather than squeezing the plots under the texts.
         body = QWidget(self)
         body.setObjectName("netStartBody")
-        scroll = QScrollArea(self)
+        scroll = self.scroll = QScrollArea(self)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidgetResizable(True)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -236,6 +242,12 @@ class NetStartPanel(QWidget):
         scroll.setWidget(body)
         body.setAutoFillBackground(False)
         scroll.viewport().setAutoFillBackground(False)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Wheel and not self.view.hasFocus():
+            QApplication.sendEvent(self.scroll.verticalScrollBar(), event)
+            return True  # not the chart's: it would zoom
+        return super().eventFilter(watched, event)
 
     # ---- when to run --------------------------------------------------------------------------
     def _on_doc(self, change: Change) -> None:
