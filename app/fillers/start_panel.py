@@ -224,7 +224,7 @@ class NetStartPanel(QWidget):
         # In a scroll area: a short dock scrolls rather than squeezing the plots under the texts.
         body = QWidget(self)
         body.setObjectName("netStartBody")
-        scroll = self.scroll = QScrollArea(self)
+        scroll = self.scroll_area = QScrollArea(self)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidgetResizable(True)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -245,7 +245,7 @@ class NetStartPanel(QWidget):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Wheel and not self.view.hasFocus():
-            QApplication.sendEvent(self.scroll.verticalScrollBar(), event)
+            QApplication.sendEvent(self.scroll_area.verticalScrollBar(), event)
             return True  # not the chart's: it would zoom
         return super().eventFilter(watched, event)
 

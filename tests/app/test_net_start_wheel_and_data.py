@@ -68,7 +68,7 @@ def test_a_net_without_its_data_runs_on_synthetic_batches_of_the_assumed_shape(w
 def test_the_wheel_scrolls_the_panel_until_a_chart_is_clicked(qtbot, window):
     panel = window.net_start_dock.widget()
     window.resizeDocks([window.net_start_dock], [260], Qt.Orientation.Vertical)
-    bar = panel.scroll.verticalScrollBar()
+    bar = panel.scroll_area.verticalScrollBar()
     qtbot.waitUntil(lambda: bar.maximum() > 0)  # the short dock scrolls
     bar.setValue(0)
     plot = panel.plots[0]
