@@ -285,8 +285,9 @@ class TrainingDock(QDockWidget):
         else:
             self.controller.pause()
 
-    def shutdown(self) -> None:
-        self.controller.shutdown()
+    def shutdown(self, snapshot: bool = False) -> None:
+        """Stop a run for good (the window closes); a snapshot first only with ``snapshot``."""
+        self.controller.shutdown(snapshot=snapshot)
 
     def _update_actions(self) -> None:
         run = self.controller.current
