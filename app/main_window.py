@@ -2,7 +2,8 @@
 
 The dialogs the window may raise are methods (``ask_open_path``, ``ask_save_path``,
 ``ask_unsaved_changes``, ``ask_unparsable_text``, ``ask_net_for_model``, ``ask_drop_unknown_fields``,
-``ask_default_solver``, ``ask_changed_on_disk``, ``show_error``) so tests can replace them.
+``ask_default_solver``, ``ask_changed_on_disk``, ``ask_quit_while_training``, ``show_error``) so
+tests can replace them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,18 @@ from PySide6.QtWidgets import (
     QToolButton,
 )
 
-from app import commands, disk_watch, export_actions, files, menus, opening, recovery, saving, train_checks
+from app import (
+    commands,
+    disk_watch,
+    export_actions,
+    files,
+    menus,
+    opening,
+    quitting,
+    recovery,
+    saving,
+    train_checks,
+)
 from app.autosave import default_folder as default_recovery_folder
 from app.commands import Command
 from app.dataset.actions import install as install_dataset_actions
@@ -285,8 +297,14 @@ class MainWindow(QMainWindow):
         return answer == "discard"
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        if self.maybe_save():
-            self.training.shutdown()
+        run = self.training.controller.training_run()
+        if run is not None:  # one question naming the run, asked while it waits
+            closing = quitting.close_while_training(self, run)
+        else:
+            closing = self.maybe_save()
+            if closing:
+                self.training.shutdown()
+        if closing:
             self.workbench.closed()
             event.accept()
         else:
@@ -311,6 +329,10 @@ class MainWindow(QMainWindow):
             buttons.Save,
         )
         return {buttons.Save: "save", buttons.Discard: "discard"}.get(answer, "cancel")
+
+    def ask_quit_while_training(self, run, unsaved: bool) -> quitting.QuitAnswer:
+        """Save / Discard (or Stop and Quit) / Cancel, and whether to snapshot the run first."""
+        return quitting.ask(self, APP_NAME, self._file_name(), run, unsaved)
 
     def ask_unparsable_text(self, closing: bool) -> str:
         """saving.EDIT, TEXT or NET (and DISCARD when ``closing``)."""

@@ -85,11 +85,16 @@ class StatusTotals(QLabel):
         if self._running:  # one count at a time
             self._pending = True
             return
-        self._running, self._pending = True, False
         net = caffe_pb2.NetParameter()
         net.CopyFrom(self.doc.net)
-        inputs = self._inputs = self._assumed()
-        where = pymodules.folders(self.doc.net_path, self.doc.solver_path)
+        try:
+            inputs = self._assumed()
+            where = pymodules.folders(self.doc.net_path, self.doc.solver_path)
+        except Exception as e:  # the canvas mid-change: say why, and measure again on the next change
+            self._show_failure(e)
+            return
+        self._running, self._pending = True, False  # set only now: a failure above never leaves it set
+        self._inputs = inputs
         bridge = self._bridge
 
         def work() -> None:
@@ -124,9 +129,13 @@ class StatusTotals(QLabel):
                 f"Values in blobs: {result.blobs:,} ({result.blobs * 4 / 2**20:,.1f} MiB of float32 data)\n"
                 f"Forward FLOPs per image: {result.flops:,} (a multiply-add counts 2)"
             )
+            self.updated.emit(self.text())
         else:
-            self.totals = None
-            text = describe_failure(result)  # type: ignore[arg-type]
-            self.setText(text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…")
-            self.setToolTip(str(result))
+            self._show_failure(result)  # type: ignore[arg-type]
+
+    def _show_failure(self, error: BaseException) -> None:
+        self.totals = None
+        text = describe_failure(error)
+        self.setText(text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…")
+        self.setToolTip(str(error))
         self.updated.emit(self.text())

@@ -4,6 +4,8 @@ Nearly every downloaded net names LMDBs, HDF5 lists or image lists that are not 
 its shapes still follow from what is at hand. For each data layer, in this order:
 
 1. a shape the user typed for a top ("assumed input shape": the inspector, ``--input-shape``);
+   then the bundled MNIST's, whose shapes are facts (a Data layer naming Caffe's MNIST LMDBs that
+   Train will make from the bundled copy: engine/data/bundled.py);
 2. the shapes recorded the last time its source was read (kept in the layout sidecar);
 3. a deploy net beside the file (``deploy.prototxt`` first, then the other nets in the folder)
    whose Input feeds the same layers as this layer's first top: its C, H, W with this layer's
@@ -35,6 +37,7 @@ LayerParameter = caffe_pb2.LayerParameter
 # The bottomless layers that read a source (MemoryData and Input read none: they always have shapes).
 SOURCE_TYPES = frozenset({"Data", "ImageData", "HDF5Data", "WindowData"})
 TYPED, RECORDED, DEPLOY, LAYER = "typed", "recorded", "deploy", "layer"
+BUNDLED = "bundled"  # not an assumption: the bundled data's shapes, known before it is made
 _MAX_NEIGHBOURS = 24  # nets beside the file that are looked into for a deploy net
 _MAX_BYTES = 4 << 20
 
@@ -44,7 +47,7 @@ class Assumption:
     """Shapes for a data layer's tops (None where still unknown), and where they came from."""
 
     tops: tuple[Shape | None, ...]
-    origin: str  # TYPED, RECORDED, DEPLOY or LAYER
+    origin: str  # TYPED, BUNDLED, RECORDED, DEPLOY or LAYER
     reason: str  # "crop_size 224, 3 mean_values and batch_size 32"
 
     @property
@@ -52,8 +55,15 @@ class Assumption:
         return all(s is not None for s in self.tops)
 
     @property
+    def fact(self) -> bool:
+        """The shapes are the data's own (the bundled MNIST), not a guess: nothing to warn of."""
+        return self.origin == BUNDLED
+
+    @property
     def label(self) -> str:
         """A few words for the box: ``"shapes assumed from deploy.prototxt"``."""
+        if self.origin == BUNDLED:
+            return "the bundled MNIST"
         if not self.complete:
             return "data shape unknown: type it in the inspector"
         if self.origin == DEPLOY:
@@ -65,7 +75,7 @@ class Assumption:
 
     def describe(self) -> str:
         """``"assumed from the layer's crop_size 224, ..."``: the words a tooltip or a CLI line uses."""
-        return f"assumed from {self.reason}"
+        return f"from {self.reason}" if self.fact else f"assumed from {self.reason}"
 
 
 @dataclass
@@ -111,6 +121,11 @@ def assume(
         filled = _with_labels(layer, typed, typed[0][0] if typed[0] else None)
         names = ", ".join(f"{t}={_dims(s)}" for t, s in zip(layer.top, typed) if s is not None)
         return Assumption(tuple(filled), TYPED, f"the shape typed for it ({names})")
+    from engine.data.bundled import SOURCE_WORDS, bundled_tops
+
+    bundled = bundled_tops(layer)
+    if bundled is not None:
+        return Assumption(tuple(bundled), BUNDLED, SOURCE_WORDS)
     recorded = hints.recorded.get(record_key(layer, phase))
     if recorded is not None and len(recorded) == len(layer.top):
         return Assumption(

@@ -22,6 +22,7 @@ from engine import pymodules
 from engine.data_shapes import Hints
 from graph_view import canvas_colours, sidecar, summary
 from graph_view.controller import GraphController
+from graph_view.data_watch import DataWatch
 from graph_view.document_api import NET_KINDS, Change, Commands, Document, Kind, Push, Selection
 from graph_view.minimap import Minimap
 from graph_view.problems import ProblemList
@@ -73,6 +74,8 @@ class GraphEditor(QWidget):
         self._module_watch = QFileSystemWatcher(self)
         self._module_watch.fileChanged.connect(lambda _path: self.schedule())
         self._module_watch.directoryChanged.connect(lambda _path: self.schedule())
+        # A data source that appears (Train made the bundled MNIST): shapes from the data, at once.
+        self.data_watch = DataWatch(self.schedule, self)
         self._message_timer = QTimer(self)
         self._message_timer.setSingleShot(True)
         self._message_timer.timeout.connect(lambda: self.show_message(""))
@@ -202,6 +205,7 @@ class GraphEditor(QWidget):
         self._syncing = False
         self.problems.show_problems(self.scene.problems)
         g = self.scene.graph
+        self.data_watch.follow(g, getattr(self.document, "net_path", None))
         self.scene.data_hints.recorded.update(g.read_shapes)  # for when the data is gone
         remember = getattr(self.document, "remember_data_shapes", None)  # a viewer's has no layout
         if remember is not None and g.read_shapes:

@@ -236,7 +236,7 @@ def node_lines(node: Node) -> list[tuple[str, str]]:
     if node.generated:
         lines.append(("note", "added by Caffe (InsertSplits)"))
     if node.assumed is not None:  # its data was not read: every shape below rests on this
-        lines.append(("assumed", node.assumed.label))
+        lines.append(("note" if node.assumed.fact else "assumed", node.assumed.label))
     lines.append(("small", summary.stats(node.params, node.flops)))
     return [(role, text) for role, text in lines if text]
 

@@ -107,7 +107,8 @@ class GraphScene(QGraphicsScene):
             self.nodes[key] = item
             for stagger, port in enumerate(item.top_ports):
                 shape = node.top_shapes[port.slot] if port.slot < len(node.top_shapes) else None
-                BlobLabel(port, shape, self.downward, stagger, node.assumed is not None)
+                assumed = node.assumed is not None and not node.assumed.fact
+                BlobLabel(port, shape, self.downward, stagger, assumed)
         into: dict[str, dict[int, object]] = defaultdict(dict)
         for edge in self.graph.edges:
             into[edge.dst][edge.dst_slot] = edge.shape

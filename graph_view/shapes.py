@@ -210,6 +210,8 @@ def _data_layer(param: LayerParameter, layers: Sequence[LayerParameter], hints: 
     if not result.error:
         return LayerShapes(result.tops, result.params, notes=notes)
     assumed = data_shapes.assume(param, param.phase, hints, layers)
+    if assumed is not None and assumed.fact:  # the bundled MNIST, made at Train: no warning
+        return LayerShapes(list(assumed.tops), [], None, False, assumed, notes)
     tops = list(assumed.tops) if assumed is not None else result.tops
     return LayerShapes(tops, [], result.error, True, assumed, notes)
 

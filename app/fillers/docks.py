@@ -27,15 +27,17 @@ def add_initialisation_docks(
     """The fillers dock and the how-the-net-starts dock; ``dock.widget()`` is the panel.
 
     They sit behind the ``behind`` tab (the prototxt's) and compute nothing until their tab is shown.
-    ``graph`` (the window's canvas): the Initialisation tab assumes the input shapes it assumes.
+    ``graph`` (the window's canvas): both tabs assume the input shapes it assumes.
     """
     assumed = (lambda phase: assumptions(graph, phase)) if graph is not None else None
     fillers = FillerPanel(doc, push, selection, window, assumed)
+    start = NetStartPanel(doc, window, assumed)
     if graph is not None:
         graph.scene.rebuilt.connect(fillers.check_assumed)  # a shape typed for the data, say
+        graph.scene.rebuilt.connect(start.check_assumed)
     panels = (
         ("Initialisation", "fillerDock", fillers),
-        ("How the net starts", "netStartDock", NetStartPanel(doc, window)),
+        ("How the net starts", "netStartDock", start),
     )
     docks = []
     for title, name, panel in panels:

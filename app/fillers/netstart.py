@@ -4,6 +4,8 @@ Qt-free and run off the GUI thread. The net is built, seeded, as ``main.py fill`
 the weights are the ones the panel previews), optionally with every weight filler replaced by one
 filler to compare initialisations. The batch comes from the net's own data layers when they can be
 read; Input layers get N(0, 1) values (labels: zeros, a valid class for every classifier loss).
+A data layer whose source is not on this machine becomes an Input of the shapes the canvas and the
+Initialisation tab assume for it (``assumed``), fed the same way, and the source line says so.
 For every blob a layer produces (read after the in-place layers on it) it records the mean and std
 of the values and, after the backward pass, the L2 norm of the gradient reaching the blob. A net
 without a loss is given a random N(0, 1) gradient at its outputs. The numbers are
@@ -13,14 +15,14 @@ engine/experiments/layer_stats.py's, as the initialisation experiments read them
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from app.fillers import budget
-from app.fillers.draws import close
-from engine import pymodules
+from app.fillers.draws import close, with_assumed_inputs
+from engine import pymodules, rng
 from engine.experiments import filler_spec, layer_stats
 from engine.layers._recurrent import RecurrentLayer
 from engine.net import Net
@@ -66,11 +68,18 @@ def with_weights(param: caffe_pb2.NetParameter, filler: FillerParameter | None) 
 
 
 def probe(
-    param: caffe_pb2.NetParameter, phase: int, seed: int, label: str = "", module_dirs: Sequence[str] = ()
+    param: caffe_pb2.NetParameter,
+    phase: int,
+    seed: int,
+    label: str = "",
+    module_dirs: Sequence[str] = (),
+    assumed: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
 ) -> Probe:
-    """``module_dirs``: where the Python layers' modules are imported from first (the net's folder)."""
+    """``module_dirs``: where the Python layers' modules are imported from first (the net's folder).
+    ``assumed``: data layer name -> top shapes, for the data layers whose source is not here."""
     result = Probe(label or "the net's own fillers")
     filler = CHOICES.get(result.label)
+    built, used, stand_ins, _same = with_assumed_inputs(param, phase, assumed or {})
     try:
         params, blobs = budget.values(param, phase, module_dirs)
         # data and gradient of every weight and blob, 4 bytes each
@@ -78,13 +87,21 @@ def probe(
         if result.error is not None:
             return result
         with seeded(seed), pymodules.importing_from(module_dirs, pymodules.module_names(param)):
-            net = Net(with_weights(param, filler), phase=phase, xp=np)
+            for _ in range(stand_ins):  # the seed draws the data layers make, as fill's stand-ins do
+                rng.host().integers(2**63)
+            net = Net(with_weights(built, filler), phase=phase, xp=np)
             try:
                 _run(net, seed, result)
             finally:
                 close(net)
     except Exception as e:
         result.error = str(e) or type(e).__name__
+    if used and result.error is None:
+        names = ", ".join(used)
+        result.source = (
+            f"synthetic data of the shapes the canvas uses ({names}: its data is not on this machine); "
+            + result.source
+        )
     return result
 
 

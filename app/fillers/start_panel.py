@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetricsF, QPalette
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFrame,
     QHBoxLayout,
@@ -56,12 +58,14 @@ class LayerAxis(pg.AxisItem):
 
     def tickValues(self, minVal, maxVal, size):
         n = len(self.names)
-        if not n:
+        span = maxVal - minVal
+        if not n or not (math.isfinite(span) and span > 0 and size > 0):
             return []
         room = self._metrics().horizontalAdvance(max(self.names, key=len)) + 16  # a name and a gap
-        fits = max(1, int(size // room))  # never more names than the axis has room for
-        step = max(1, math.ceil(n / min(MAX_NAMES, fits)))
-        return [(step, list(range(0, n, step)))]
+        # Spaced by the range shown, not by the number of layers: zoomed out, names never overlap.
+        per_layer = size / span  # pixels between two neighbouring layers
+        step = max(1, math.ceil(room / per_layer), math.ceil(min(n, span + 1) / MAX_NAMES))
+        return [(step, [k for k in range(0, n, step) if minVal <= k <= maxVal])]
 
     def tickStrings(self, values, scale, spacing):
         return [self.names[int(v)] if 0 <= int(v) < len(self.names) else "" for v in values]
@@ -90,10 +94,19 @@ class LogAxis(pg.AxisItem):
 class NetStartPanel(QWidget):
     finished = Signal()  # the plots show the newest run
 
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        doc: Document,
+        parent: QWidget | None = None,
+        assumed: Callable[[int], Mapping[str, Sequence[tuple[int, ...]]]] | None = None,
+    ) -> None:
+        """``assumed(phase)``: data layer name -> the top shapes the canvas assumes for it (its
+        source is not here); those layers get synthetic batches of that shape."""
         super().__init__(parent)
         self.setObjectName("netStartPanel")
         self.doc = doc
+        self._assumed = assumed
+        self._inputs: Mapping[str, Sequence[tuple[int, ...]]] = {}
         self.phase, self.seed = caffe_pb2.TRAIN, 1
         self.results: tuple[Probe, Probe] | None = None
         self._pending = True
@@ -165,6 +178,9 @@ class NetStartPanel(QWidget):
         second.addStretch(1)
 
         self.view = pg.GraphicsLayoutWidget(self)
+        # The wheel scrolls the panel; a chart zooms under it only once clicked (focused).
+        self.view.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.view.viewport().installEventFilter(self)
         self.view.setMinimumHeight(70 * len(PLOTS))  # each plot keeps room for its axis label
         self.view.setBackground("w")
         self.axes: list[LayerAxis] = []
@@ -208,7 +224,7 @@ class NetStartPanel(QWidget):
         # In a scroll area: a short dock scrolls rather than squeezing the plots under the texts.
         body = QWidget(self)
         body.setObjectName("netStartBody")
-        scroll = QScrollArea(self)
+        scroll = self.scroll_area = QScrollArea(self)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidgetResizable(True)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -227,6 +243,12 @@ class NetStartPanel(QWidget):
         body.setAutoFillBackground(False)
         scroll.viewport().setAutoFillBackground(False)
 
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Wheel and not self.view.hasFocus():
+            QApplication.sendEvent(self.scroll_area.verticalScrollBar(), event)
+            return True  # not the chart's: it would zoom
+        return super().eventFilter(watched, event)
+
     # ---- when to run --------------------------------------------------------------------------
     def _on_doc(self, change: Change) -> None:
         if change.kind == Kind.NET_LOADED:
@@ -241,6 +263,13 @@ class NetStartPanel(QWidget):
                 curve.setData([], [])
         self.source.setText("")
         self.summary.setText(f"Running {html.escape(self.doc.net.name or 'the net')}…")
+
+    def check_assumed(self) -> None:
+        """The canvas was rebuilt: run again if the shapes it assumes changed (the data appeared)."""
+        if not self.isVisible():
+            self._pending = True  # looked at when it is shown
+        elif self._assumed is not None and self._assumed(self.phase) != self._inputs:
+            self._schedule()
 
     def _set_phase(self, i: int) -> None:
         self.phase = caffe_pb2.TRAIN if i == 0 else caffe_pb2.TEST
@@ -273,7 +302,8 @@ class NetStartPanel(QWidget):
         guard = trust.guard_of(self.doc)
         if guard is not None:
             guard.ensure(ask_again=False)  # untrusted: its Python layers say "not run" meanwhile
-        self.jobs.submit(lambda: tuple(probe(net, phase, seed, label, where) for label in labels))
+        inputs = self._inputs = dict(self._assumed(phase)) if self._assumed is not None else {}
+        self.jobs.submit(lambda: tuple(probe(net, phase, seed, label, where, inputs) for label in labels))
 
     # ---- drawing ------------------------------------------------------------------------------
     def _show(self, results: tuple[Probe, Probe]) -> None:

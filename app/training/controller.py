@@ -153,11 +153,36 @@ class TrainingController(QObject):
         self._submit(write, lambda result, error: done(error))
         return True
 
-    def shutdown(self, timeout_s: float = 5.0) -> None:
-        """Stop a run (the app is closing) and wait a little for the worker to end."""
+    def training_run(self) -> Run | None:
+        """The run whose worker is training now (None once it ended, even before its last events
+        reached this thread)."""
+        if self.busy and self._worker is not None and self._worker.is_alive():
+            return self.current
+        return None
+
+    def hold(self) -> bool:
+        """Pause the current run while the user is asked something; True if it was going on (so
+        ``resume`` takes it up again when the answer is Cancel)."""
+        run = self.training_run()
+        if run is None or run.status not in (RunStatus.STARTING, RunStatus.RUNNING):
+            return False
+        self.pause()
+        return True
+
+    def shutdown(self, timeout_s: float = 5.0, snapshot: bool = False) -> None:
+        """Stop a run (the app is closing) and wait a little for the worker to end. It writes a
+        snapshot only with ``snapshot`` (the user asked for one): not Caffe's snapshot_after_train."""
         if self._worker is not None:
             if self.busy:
-                self._worker.trainer.stop()
+                trainer = self._worker.trainer
+
+                def last_words(solver) -> None:
+                    if snapshot:
+                        solver.snapshot()
+                    solver.param.snapshot_after_train = False
+
+                trainer.submit(last_words, lambda result, error: None)  # before the stop: in order
+                trainer.stop()
             self._worker.join(timeout_s)
 
     # ---- from the worker -------------------------------------------------------------------------

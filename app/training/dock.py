@@ -104,6 +104,7 @@ class TrainingDock(QDockWidget):
         self.plots.export_csv_requested.connect(self.export_csv)
         self.plots.export_png_requested.connect(self.export_png)
         self._model_shown = False  # the Weights view holds a model opened with the net, not a run's
+        self._weights_of_run = False  # the current run trained the net open now: its weights may show
         self.weights.refresh_requested.connect(self._request_weights)
         self.weights.save_requested.connect(self.save_weights)
         doc.changed.connect(self._on_doc_change)
@@ -287,8 +288,9 @@ class TrainingDock(QDockWidget):
         else:
             self.controller.pause()
 
-    def shutdown(self) -> None:
-        self.controller.shutdown()
+    def shutdown(self, snapshot: bool = False) -> None:
+        """Stop a run for good (the window closes); a snapshot first only with ``snapshot``."""
+        self.controller.shutdown(snapshot=snapshot)
 
     def _update_actions(self) -> None:
         run = self.controller.current
@@ -310,6 +312,7 @@ class TrainingDock(QDockWidget):
         if not run.active:  # a run read from a log: nothing to follow
             return
         self._model_shown = False  # the new run's weights from now on
+        self._weights_of_run = True
         self.progress.setRange(0, max(1, run.max_iter))
         self.progress.setValue(0)
         self.weights.set_training(True)
@@ -363,8 +366,21 @@ class TrainingDock(QDockWidget):
         self.weights.show_weights(title, 0, weights)
         self.weights.info.setText(f"{title} (opened with the net)")
 
+    def forget_runs(self) -> None:
+        """Another net is open and nothing trains: the last run's refusal or failure, curves, "stopped
+        in 0:28" and weights (or a model opened with the last net) are not this net's. The runs stay
+        listed in the Runs tab, unticked, to tick and compare again."""
+        self.error.hide()
+        for run in self.runs.shown():
+            self.runs.set_shown(run, False)
+        self.rate.setText("Ready")
+        self.rate.setToolTip("")
+        self._model_shown = False
+        self._weights_of_run = False
+        self.weights.clear()
+
     def _request_weights(self) -> None:
-        if self._model_shown:
+        if self._model_shown or not self._weights_of_run:
             return
         run = self.controller.current
         if run is not None and not self.controller.request_weights(run) and run.weights:
@@ -447,7 +463,7 @@ class TrainingDock(QDockWidget):
 
     def _on_doc_change(self, change) -> None:
         if change.kind == "net_loaded" and not self.controller.busy:
-            self.error.hide()  # the last net's refusal or failure is not this one's
+            self.forget_runs()
         if change.kind in ("solver_loaded", "solver_changed", "net_loaded"):
             self.snapshot_action.setToolTip(_snapshot_tip(self.doc.solver))
             if not self.controller.busy:

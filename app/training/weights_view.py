@@ -32,6 +32,9 @@ BINS = 60
 WEIGHT_COLOR = "#1f77b4"
 
 
+NO_WEIGHTS = "No weights yet: train, then look here."
+
+
 def mosaic(weights: np.ndarray, gap: int = 1) -> np.ndarray:
     """A 2-D picture of a blob, NaN between tiles: conv (N, C, H, W) as tiles, a matrix as itself.
 
@@ -75,7 +78,7 @@ class WeightsView(QWidget):
         self.live.setToolTip(f"While training, refresh every {LIVE_MS / 1000:g} s when this tab is visible")
         refresh = QToolButton(text="Refresh", autoRaise=True)
         self.save = QToolButton(text="Save .caffemodel…", autoRaise=True)
-        self.info = QLabel("No weights yet: train, then look here.")
+        self.info = QLabel(NO_WEIGHTS)
         self.info.setStyleSheet("color: palette(placeholder-text)")
         refresh.clicked.connect(self.refresh_requested)
         self.save.clicked.connect(self.save_requested)
@@ -133,6 +136,16 @@ class WeightsView(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self.refresh_requested.emit()
+
+    def clear(self) -> None:
+        """Another net: the last run's (or model's) weights say nothing of it."""
+        self.weights = {}
+        self.layer.blockSignals(True)
+        self.layer.clear()
+        self.layer.blockSignals(False)
+        self.info.setText(NO_WEIGHTS)
+        self._draw_mosaic()
+        self._draw_histograms()
 
     # ---- drawing --------------------------------------------------------------------------
     def show_weights(self, title: str, iteration: int, weights: dict[str, list[np.ndarray]]) -> None:

@@ -50,6 +50,7 @@ class Worker:
         self._points: list[tuple[float, float, float, float]] = []
         self._lines: list[tuple[float, str]] = []
         self._flushed = self._yielded = 0.0
+        self._made_folder = False  # this run made its output folder (removed again if left empty)
         self._t0 = time.perf_counter()
         self._thread = threading.Thread(target=self._main, name="barista-training", daemon=True)
 
@@ -85,6 +86,14 @@ class Worker:
         except BaseException as exc:  # only when reporting the error itself failed
             with contextlib.suppress(Exception):  # the GUI is gone; nothing is left to tell
                 self.bridge.event.emit(Failed(f"{type(exc).__name__}: {exc}"), 0.0)
+        finally:
+            self._drop_empty_folder()
+
+    def _drop_empty_folder(self) -> None:
+        """A run that failed to start (or wrote nothing) leaves no empty run folder behind."""
+        if self._made_folder:
+            with contextlib.suppress(OSError):  # not empty, or gone: nothing to do
+                os.rmdir(self.job.output_dir)
 
     def _build(self) -> Solver:
         say = self._log
@@ -94,8 +103,9 @@ class Worker:
         xp = backend.array_module("gpu" if gpu else "cpu")
         say(f"Using {'GPU' if gpu else 'CPU'}")
         data_paths = provide_bundled_data(self.job.nets(), say)
-        if self.job.output_dir:
-            os.makedirs(self.job.output_dir, exist_ok=True)
+        if self.job.output_dir and not os.path.isdir(self.job.output_dir):
+            os.makedirs(self.job.output_dir)
+            self._made_folder = True
         solver = create_solver(
             self.job.solver, xp=xp, log_fn=say, base_dir=self.job.base_dir, data_paths=data_paths
         )
