@@ -33,7 +33,7 @@ def test_the_totals_follow_a_wire_made_on_the_canvas(qtbot):
     totals = w.workbench.totals
     qtbot.waitUntil(lambda: totals.totals is not None, timeout=TIMEOUT_MS)
     w.push(Disconnect(w.doc.index_of("ip1"), 0))
-    qtbot.waitUntil(lambda: "shapes unavailable: layer 'ip1'" in totals.text(), timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: "shapes unavailable: ip1: layer 'ip1'" in totals.text(), timeout=TIMEOUT_MS)
     wire(w, "pool2", 0, "ip1")  # a drag from pool2's top onto ip1, as a user wires it
     assert list(w.doc.layer(w.doc.index_of("ip1")).bottom) == ["pool2"]
     qtbot.waitUntil(lambda: totals.totals is not None and totals.totals.params == 431080, timeout=TIMEOUT_MS)
