@@ -18,8 +18,9 @@ from proto import caffe_pb2
 
 LayerParameter = caffe_pb2.LayerParameter
 
-# The stem a new layer's name starts from: the words Caffe's examples use.
-_STEMS = {
+# The stem a new layer's name starts from: the words Caffe's examples use. Every registered type has
+# one (tests/app/test_type_facts.py); a type nobody registered (a Python layer's) gets its own name.
+STEMS = {
     "Convolution": "conv",
     "Deconvolution": "deconv",
     "InnerProduct": "ip",
@@ -46,11 +47,19 @@ _STEMS = {
     "LSTM": "lstm",
     "RNN": "rnn",
     "HDF5Output": "output",
-}
+    "AbsVal": "absval", "ArgMax": "argmax", "BNLL": "bnll", "BatchReindex": "batchreindex",
+    "Bias": "bias", "Clip": "clip", "Concat": "concat", "Crop": "crop", "ELU": "elu",
+    "Eltwise": "eltwise", "Embed": "embed", "Exp": "exp", "Filter": "filter", "Flatten": "flatten",
+    "Im2col": "im2col", "LSTMUnit": "lstmunit", "Log": "log", "MVN": "mvn", "PReLU": "prelu",
+    "Parameter": "parameter", "Power": "power", "Python": "python", "ReLU": "relu",
+    "Reduction": "reduction", "Reshape": "reshape", "SPP": "spp", "Scale": "scale",
+    "Sigmoid": "sigmoid", "Silence": "silence", "Slice": "slice", "Split": "split",
+    "Swish": "swish", "TanH": "tanh", "Threshold": "threshold", "Tile": "tile",
+}  # fmt: skip
 
 
 def name_stem(layer_type: str) -> str:
-    return _STEMS.get(layer_type) or re.sub(r"\W", "", layer_type).lower() or "layer"
+    return STEMS.get(layer_type) or re.sub(r"\W", "", layer_type).lower() or "layer"
 
 
 def unique_name(taken: Collection[str], base: str) -> str:

@@ -21,6 +21,27 @@ _PER_ELEMENT = {
     "BatchNorm": 2, "Bias": 1, "MVN": 4, "Softmax": 3, "Accuracy": 1, "ArgMax": 1,
 }  # fmt: skip
 
+# The types counted by a formula of their own (forward_flops's branches).
+FORMULAS = frozenset({
+    "Convolution", "Deconvolution", "InnerProduct", "LSTM", "RNN", "Pooling", "LRN", "Eltwise",
+    "Scale", "SoftmaxWithLoss", "EuclideanLoss", "SigmoidCrossEntropyLoss", "HingeLoss",
+    "ContrastiveLoss", "InfogainLoss", "MultinomialLogisticLoss",
+})  # fmt: skip
+
+# The types counted as free: data and copies, lookups and reorderings, and the few whose cost is
+# not estimated (a Python layer's is unknown; SPP, Im2col, Reduction, LSTMUnit are rare and cheap
+# beside the convolutions around them).
+FREE = frozenset({
+    "Input", "Data", "ImageData", "HDF5Data", "MemoryData", "DummyData", "WindowData", "HDF5Output",
+    "Concat", "Slice", "Split", "Flatten", "Reshape", "Crop", "Tile", "Silence", "Parameter",
+    "Embed", "BatchReindex", "Filter", "Python", "SPP", "Im2col", "Reduction", "LSTMUnit",
+})  # fmt: skip
+
+
+def has_rule(layer_type: str) -> bool:
+    """Whether ``layer_type``'s cost is declared: a formula, a per-element count, or free."""
+    return layer_type in FORMULAS or layer_type in _PER_ELEMENT or layer_type in FREE
+
 
 def _count(shape: Shape | None) -> int:
     return math.prod(shape) if shape is not None else 0

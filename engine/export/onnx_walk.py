@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from engine import backend
-from engine.export import onnx_layers  # noqa: F401  (registers every mapping)
+from engine.export import not_exportable, onnx_layers  # noqa: F401  (registers every mapping)
 from engine.export.onnx_context import MAPPINGS, LayerContext
 from engine.export.onnx_graph import Graph
 from engine.export.onnx_inputs import DATA_TYPES
@@ -47,8 +47,9 @@ def build_graph(net: Net, dynamic_batch: bool = False) -> Graph:
         kind = layer.param.type
         mapping = MAPPINGS.get(kind)
         if mapping is None:
+            why = not_exportable.because(not_exportable.ONNX, kind)
             raise LayerContext(g, layer, [], [], [], [], [], []).refuse(
-                "this layer type has no ONNX equivalent here; remove it or replace it before exporting"
+                f"this layer type has no ONNX equivalent here{why}; remove it or replace it before exporting"
             )
         bottoms = [current[b] for b in net.bottom_id_vecs[i]]
         tops = [name_write(t) for t in net.top_id_vecs[i]]

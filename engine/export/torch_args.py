@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine import backend
-from engine.export import ExportError
+from engine.export import ExportError, not_exportable
 from engine.layers import Layer
 from proto import caffe_pb2
 
@@ -19,6 +19,8 @@ Args = dict[str, Any]
 
 # Tops of these layers are the module's inputs: the caller feeds them (the training package's Datasets do).
 INPUT_TYPES = {"Input", "Data", "ImageData", "HDF5Data", "MemoryData", "WindowData"}
+# Layers the module leaves out: Silence only swallows blobs.
+DROPPED = {"Silence"}
 P = caffe_pb2.PoolingParameter
 
 
@@ -251,5 +253,6 @@ def layer_args(layer: Layer) -> Args:
     """The exported class's keyword arguments for ``layer`` (ExportError if it cannot be exported)."""
     make = ARGS.get(layer.type)
     if make is None:
-        raise _refuse(layer, "this layer type cannot be exported to PyTorch")
+        why = not_exportable.because(not_exportable.TORCH, layer.type)
+        raise _refuse(layer, f"this layer type cannot be exported to PyTorch{why}")
     return make(layer)

@@ -101,7 +101,7 @@ def describe(net: Net, class_name: str) -> ExportedNet:
         if layer.type in INPUT_TYPES:
             inputs += [t for t in tops if t not in inputs]
             continue
-        if layer.type == "Silence":
+        if layer.type in torch_args.DROPPED:
             continue
         args = torch_args.layer_args(layer)
         if layer.type == "DummyData":

@@ -37,5 +37,6 @@ def test_export_a_module_and_refuse_a_layer_in_one_line(tmp_path):
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
         "error: layer 'relu1' (Im2col): this layer type cannot be exported to PyTorch"
+        " (no mapping is written for it yet)"
     ]
     assert not (tmp_path / "bad.py").exists()
