@@ -19,6 +19,7 @@ as they do in a package folder, and the engine's import walk leaves them alone.
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from engine.export.torch_codegen import IMPORTS, ExportedNet, describe, doc_text
 from engine.export.torch_files import PACKAGE_MARKER, save_state
 from engine.export.torch_module import state_dict
 from engine.net import Net
-from proto import caffe_pb2
+from proto import caffe_pb2, upgrade
 from proto.atomic_folder import atomic_folder, folder_state
 
 MARKER = PACKAGE_MARKER
@@ -51,6 +52,31 @@ for in the working directory, this folder and --data-root DIR. Snapshots (PREFIX
 and .solverstate) are written in the working directory; `python main.py test` and Barista open them.
 Needs: torch, numpy, protobuf>=6 (and lmdb, h5py or Pillow for those data sources).
 """
+
+
+def package_solver_types() -> tuple[str, ...]:
+    """The solver types files/caffe_solver.py implements: its HISTORY table, read without torch."""
+    tree = ast.parse((HERE / "files" / "caffe_solver.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "HISTORY" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError("caffe_solver.py has no HISTORY table")
+
+
+def check_solver(param: caffe_pb2.SolverParameter) -> None:
+    """ExportError, in one line, for a solver type or lr_policy the package's solver does not run
+    (found here rather than when torchrun starts)."""
+    from engine.solvers.lr_policy import POLICIES
+
+    if upgrade.solver_needs_upgrade(param):
+        param = upgrade.upgrade_solver_as_needed(param)
+    kind, known = param.type or "SGD", package_solver_types()
+    if kind not in known:
+        raise ExportError(f"solver type '{kind}': the training package runs only {', '.join(known)}")
+    if param.lr_policy not in POLICIES:
+        raise ExportError(
+            f"lr_policy '{param.lr_policy}': the training package runs only {', '.join(POLICIES)}"
+        )
 
 
 def _data_layers(net: Net) -> list[str]:
@@ -122,6 +148,7 @@ def export_package(
 
     # As `main.py train` reads it: net paths beside the solver.
     solver_param = read_solver(solver_path) if param is None else param
+    check_solver(solver_param)
     data_paths = bundled_data(solver_nets(solver_param), DEFAULT, lambda message: None)
     with rng.seeded(solver_param.random_seed if solver_param.random_seed >= 0 else 0):
         solver = create_solver(solver_param, log_fn=lambda message: None, data_paths=data_paths)
@@ -143,7 +170,7 @@ def export_package(
         text = model_source(name, solver_path, nets)
         compile(text, "model.py", "exec")
         settings = caffe_pb2.SolverParameter()
-        settings.CopyFrom(solver_param)
+        settings.CopyFrom(solver.param)  # its type upgraded from the deprecated solver_type enum
         for field in ("net", "net_param", "train_net", "train_net_param", "weights"):
             settings.ClearField(field)
         del settings.test_net[:]
