@@ -16,13 +16,13 @@ from PySide6.QtCore import QSettings, QSize, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
-    QDockWidget,
     QFileDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
     QSizePolicy,
     QStyle,
+    QTabWidget,
     QToolButton,
 )
 
@@ -45,8 +45,9 @@ from app.document import Change, Document, Kind
 from app.experiments import actions as compare_init
 from app.export_picture import default_folder
 from app.files import DEFAULT_SOLVER
-from app.fillers.docks import add_initialisation_docks
 from app.notice import NoticeLabel
+from app.panel_list import PANELS, TRAINING
+from app.panels import dock_all
 from app.prototxt_editor import PrototxtEditor
 from app.selection import Selection
 from app.themes import LIGHT, apply_theme
@@ -85,16 +86,18 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.graph)
         self.trust.changed.connect(self.graph.schedule)
         self.editor = PrototxtEditor(self.doc, self.undo_stack.push_command, self)
-        self.editor_dock = QDockWidget("Prototxt", self)
-        self.editor_dock.setObjectName("prototxtDock")
-        self.editor_dock.setWidget(self.editor)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.editor_dock)
-        self.filler_dock, self.net_start_dock = add_initialisation_docks(
-            self, self.editor_dock, self.doc, self.push, self.selection, self.graph
-        )
-        self.training = TrainingDock(self.doc, self, before_train=self.editor.commit)
+        # Every panel, docked and tabbed from its one declaration (app/panel_list.py). One column at
+        # the right, so the canvas keeps most of a 1280-px window: its tabs down the column's edge
+        # (vertical tabs: every title fits whole), the inspector below them; the column runs the
+        # window's height and the training dock stays under the canvas.
+        self.docks = dock_all(self, PANELS)
+        self.editor_dock = self.docks["prototxtDock"]
+        self.filler_dock, self.net_start_dock = self.docks["fillerDock"], self.docks["netStartDock"]
+        self.training: TrainingDock = self.docks[TRAINING]  # type: ignore[assignment]
         self.training.vet = self._vet_training
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.training)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.setTabPosition(Qt.DockWidgetArea.RightDockWidgetArea, QTabWidget.TabPosition.East)
 
         self.summary = QLabel(self)
         self.statusBar().addPermanentWidget(self.summary)

@@ -13,16 +13,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
-    QDockWidget,
     QMainWindow,
     QMenu,
     QTabBar,
-    QTabWidget,
-    QWidget,
 )
 
 from app.about import AboutDialog
@@ -35,7 +33,8 @@ from app.help_pages import GETTING_STARTED, HelpPage, shortcuts_html
 from app.inspector import Inspector
 from app.menus import EditCommands, fill_view_menu
 from app.palette import Palette
-from app.panels import Panels
+from app.panel_list import PANELS, TRAINING
+from app.panels import Panels, in_menu_order
 from app.recent import RecentFiles, fill_menu
 from app.recovery import ask_recover, tell_recovery
 from app.session import Session
@@ -73,35 +72,18 @@ class Workbench(QObject):
         super().__init__(window)
         self.window = window
         w = window
-        self.palette = Palette(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
-        self.inspector = Inspector(w.doc, w.selection, w.push, w, before_edit=w.editor.commit)
+        # The panels the window docked (app/panel_list.py), and what this workbench adds to them.
+        self.palette_dock, self.inspector_dock, self.solver_dock = (
+            w.docks[name] for name in ("paletteDock", "inspectorDock", "solverDock")
+        )
+        self.palette: Palette = self.palette_dock.widget()
+        self.inspector: Inspector = self.inspector_dock.widget()
+        self.solver_panel: SolverPanel = self.solver_dock.widget()
         self.assumed_shape = AssumedShapeBox(w.graph, w.selection, self.inspector)  # data not here
         self.inspector.add_below_forms(self.assumed_shape)
         w.graph.scene.selectionChanged.connect(self._show_generated)  # after the canvas's own handler
         bar = w.statusBar()  # a message cut by the totals beside it is whole on hover
         bar.messageChanged.connect(lambda message: bar.setToolTip(message))
-        self.solver_panel = SolverPanel(w.doc, w.push, w)
-        # One column at the right, so the canvas keeps most of a 1280-px window: the layers to add,
-        # the prototxt, the initialisation panels and the solver as tabs down its edge (vertical
-        # tabs: every title fits whole), the inspector below them: box, text and fields of one
-        # selection in view. The column runs the window's height; the training dock stays under
-        # the canvas.
-        self.palette_dock = self._dock("Layers", "paletteDock", self.palette, Area.RightDockWidgetArea)
-        self.solver_dock = QDockWidget("Solver", w, objectName="solverDock")
-        self.solver_dock.setWidget(self.solver_panel)
-        group = [self.palette_dock, w.editor_dock, w.filler_dock, w.net_start_dock, self.solver_dock]
-        for dock in group[1:-1]:  # out of the group the window made, back in after the layers
-            w.removeDockWidget(dock)
-        for before, dock in zip(group, group[1:]):
-            w.tabifyDockWidget(before, dock)
-            dock.show()
-        w.setCorner(Qt.Corner.BottomRightCorner, Area.RightDockWidgetArea)
-        w.setCorner(Qt.Corner.TopRightCorner, Area.RightDockWidgetArea)
-        self.inspector_dock = self._dock(
-            "Inspector", "inspectorDock", self.inspector, Area.RightDockWidgetArea
-        )
-        w.setTabPosition(Area.RightDockWidgetArea, QTabWidget.TabPosition.East)
-        w.editor_dock.raise_()
         self.settings = settings
 
         self.find_bar = FindBar(w.editor.edit, w.editor)
@@ -140,7 +122,7 @@ class Workbench(QObject):
     def _show_generated(self) -> None:
         """A Split box alone selected (the Splits view): the inspector says what Caffe added."""
         scene = self.window.graph.scene
-        if scene._building:
+        if not shiboken6.isValid(scene) or scene._building:  # (emitted while the window is torn down)
             return
         picked = [item for item in scene.selectedItems() if hasattr(item, "node") and hasattr(item, "index")]
         if len(picked) != 1 or picked[0].node.index is not None:
@@ -203,20 +185,6 @@ class Workbench(QObject):
         self.page.show()
 
     # ---- internals ----------------------------------------------------------------------
-    def _dock(
-        self,
-        title: str,
-        name: str,
-        widget: QWidget,
-        area: Area,
-        orientation: Qt.Orientation = Qt.Orientation.Vertical,
-    ) -> QDockWidget:
-        dock = QDockWidget(title, self.window)
-        dock.setObjectName(name)
-        dock.setWidget(widget)
-        self.window.addDockWidget(area, dock, orientation)
-        return dock
-
     def _pending_text(self) -> str | None:
         editor = self.window.editor
         return editor.text if editor.has_pending_text() else None
@@ -287,19 +255,7 @@ class Workbench(QObject):
 
         self.dark_action = self._action("&Dark Theme", self.set_dark, checkable=True)
         self.full_screen_action = self._action("&Full Screen", self._toggle_full_screen, [keys.FullScreen])
-        self.panels = Panels(
-            w,
-            [
-                self.palette_dock,
-                w.editor_dock,
-                self.inspector_dock,
-                self.solver_dock,
-                w.filler_dock,
-                w.net_start_dock,
-                w.training,
-            ],
-            self.settings,
-        )
+        self.panels = Panels(w, in_menu_order(PANELS, w.docks), self.settings, TRAINING)
         self.view_menu = view_menu = self._menu("View")
         self.view_actions = fill_view_menu(
             view_menu, w, w.graph, self.panels, [self.dark_action, self.full_screen_action]

@@ -1,51 +1,32 @@
-"""The two initialisation docks, tabbed with the prototxt editor on the right of the main window."""
+"""The two initialisation panels, tabs of the right column (declared in app/panel_list.py).
+
+They compute nothing until their tab is shown, and assume the input shapes the window's canvas
+assumes (a shape typed for the data, say, is re-checked when the canvas rebuilds).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QMainWindow
-
 from app.assumed_shape import assumptions
-from app.commands import Command
-from app.document import Document
 from app.fillers.panel import FillerPanel
 from app.fillers.start_panel import NetStartPanel
-from app.selection import Selection
 
 
-def add_initialisation_docks(
-    window: QMainWindow,
-    behind: QDockWidget,
-    doc: Document,
-    push: Callable[[Command], None],
-    selection: Selection,
-    graph: Any = None,
-) -> tuple[QDockWidget, QDockWidget]:
-    """The fillers dock and the how-the-net-starts dock; ``dock.widget()`` is the panel.
+def _assumed(window: Any) -> Any:
+    graph = getattr(window, "graph", None)
+    return (lambda phase: assumptions(graph, phase)) if graph is not None else None
 
-    They sit behind the ``behind`` tab (the prototxt's) and compute nothing until their tab is shown.
-    ``graph`` (the window's canvas): both tabs assume the input shapes it assumes.
-    """
-    assumed = (lambda phase: assumptions(graph, phase)) if graph is not None else None
-    fillers = FillerPanel(doc, push, selection, window, assumed)
-    start = NetStartPanel(doc, window, assumed)
-    if graph is not None:
-        graph.scene.rebuilt.connect(fillers.check_assumed)  # a shape typed for the data, say
-        graph.scene.rebuilt.connect(start.check_assumed)
-    panels = (
-        ("Initialisation", "fillerDock", fillers),
-        ("How the net starts", "netStartDock", start),
-    )
-    docks = []
-    for title, name, panel in panels:
-        dock = QDockWidget(title, window)
-        dock.setObjectName(name)
-        dock.setWidget(panel)
-        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-        window.tabifyDockWidget(behind, dock)
-        docks.append(dock)
-    behind.raise_()
-    return docks[0], docks[1]
+
+def filler_panel(window: Any) -> FillerPanel:
+    panel = FillerPanel(window.doc, window.push, window.selection, window, _assumed(window))
+    if getattr(window, "graph", None) is not None:
+        window.graph.scene.rebuilt.connect(panel.check_assumed)
+    return panel
+
+
+def net_start_panel(window: Any) -> NetStartPanel:
+    panel = NetStartPanel(window.doc, window, _assumed(window))
+    if getattr(window, "graph", None) is not None:
+        window.graph.scene.rebuilt.connect(panel.check_assumed)
+    return panel
