@@ -39,7 +39,7 @@ pytest: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n 2 --dist loadfile
 
 proto: $(STAMP)
-	$(PY) scripts/gen_proto.py
+	$(PY) tools/gen_proto.py
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -203,15 +203,6 @@ class Document:
         self._emit_dirty(was_dirty)
         return target
 
-    def save_net_text(self, text: str, path: str | os.PathLike[str] | None = None) -> str:
-        """Write ``text`` as the net's file, as typed (it need not parse); the document stays as it
-        is, still modified: its net is not what the file now holds."""
-        target = os.fspath(path) if path is not None else self._paths[NET]
-        if target is None:
-            raise ValueError("the net has no file yet: give a path")
-        write_text_atomic(target, text)
-        return target
-
     def save_solver(self, path: str | os.PathLike[str] | None = None) -> str:
         return self._save(SOLVER, path)
 

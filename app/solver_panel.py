@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSplitter, QVBoxLayou
 from app.checks import solver_caffe10_notice
 from app.commands import Command, CommandError
 from app.document import SOLVER_KINDS, Change, Document
-from app.edits import solver_edit
+from app.form_edits import solver_edit
 from app.forms import FormOptions, MessageForm
 from app.forms.group import Group
 from app.lr_plot import LrPlot

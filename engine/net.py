@@ -530,21 +530,9 @@ class Net:
                 mean = blob.asum_diff() / max(blob.count(), 1)
                 self.logger(f"    [Backward] Layer {name}, param blob {param_id} diff: {mean:g}")
 
-    def update_debug_info(self, param_id: int) -> None:
-        blob = self.params[param_id]
-        owner = self.param_owners[param_id]
-        layer_name = self.layer_names[self.param_layer_indices[param_id][0]]
-        display = self.param_display_names[param_id]
-        diff = blob.asum_diff() / max(blob.count(), 1)
-        if owner < 0:
-            data = blob.asum_data() / max(blob.count(), 1)
-            self.logger(f"    [Update] Layer {layer_name}, param {display} data: {data:g}; diff: {diff:g}")
-        else:
-            owner_layer = self.layer_names[self.param_layer_indices[owner][0]]
-            self.logger(
-                f"    [Update] Layer {layer_name}, param blob {display} (owned by layer {owner_layer}, "
-                f"param {self.param_display_names[owner]}) diff: {diff:g}"
-            )
+    # Caffe 1.0 declares Net::UpdateDebugInfo (the "[Update] Layer ..." lines) but nothing calls it
+    # since its Net::Update became a plain loop over the learnable params: debug_info prints the
+    # [Forward] and [Backward] lines only, and so does this engine (tests/engine/test_net.py).
 
 
 def _reshape(layer: Layer, bottom: list[Blob], top: list[Blob]) -> None:

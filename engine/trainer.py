@@ -50,9 +50,6 @@ class Trainer:
         self._taking = True
         self.solver: Solver | None = None
 
-    def add_listener(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
     def _emit(self, event: Event) -> None:
         for listener in self._listeners:
             listener(event)

@@ -14,7 +14,7 @@ from typing import Any
 from PySide6.QtCore import QMimeData, QObject, QPointF, Signal
 from PySide6.QtWidgets import QApplication
 
-from graph_view import edits
+from graph_view import edit_plans
 from graph_view.document_api import Command, Commands, Document, Push
 from graph_view.items import BandItem, NodeItem
 from graph_view.scene import GraphScene
@@ -97,11 +97,11 @@ class GraphController(QObject):
         if slot is not None and slot < len(dst.bottoms) and dst.bottoms[slot] == blob:
             return False  # already wired so
         last = max([src.index] + [b.index for b in src.bands if b.blob == blob and b.index is not None])
-        moves = edits.moves_after(self.layers, dst.index, last)
+        moves = edit_plans.moves_after(self.layers, dst.index, last)
         if moves is None:
             self.message.emit(f"'{blob}' cannot feed '{dst.layer.name}': it depends on it (a cycle)")
             return False
-        at = edits.position_after(moves, dst.index, len(self.layers))
+        at = edit_plans.position_after(moves, dst.index, len(self.layers))
         connect = self.commands.connect(at, blob, slot)
         steps = [self.commands.move_layer(a, b) for a, b in moves] + [connect]
         return self._push(steps[0] if len(steps) == 1 else self.commands.compound(steps, connect.text))
@@ -179,7 +179,7 @@ class GraphController(QObject):
         if not layers:
             return False
         data = QMimeData()
-        text = edits.layers_to_text(layers)
+        text = edit_plans.layers_to_text(layers)
         data.setData(MIME_LAYERS, text.encode("utf-8"))
         data.setText(text)
         QApplication.clipboard().setMimeData(data)
@@ -197,7 +197,7 @@ class GraphController(QObject):
             if data.hasFormat(MIME_LAYERS)
             else data.text()
         )
-        return self._paste(edits.layers_from_text(text), "Paste")
+        return self._paste(edit_plans.layers_from_text(text), "Paste")
 
     def duplicate(self) -> bool:
         return self._paste(self._selected_layers(), "Duplicate")
@@ -207,7 +207,7 @@ class GraphController(QObject):
             return False
         names = [layer.name for layer in self.layers]
         blobs = {b for layer in self.layers for b in (*layer.bottom, *layer.top)}
-        copies = edits.renamed_copies(layers, names, blobs)
+        copies = edit_plans.renamed_copies(layers, names, blobs)
         steps = [self.commands.add_layer(layer) for layer in copies]
         count = len(copies)
         moved: dict[str, tuple[float, float] | None] = {}

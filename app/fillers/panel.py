@@ -31,13 +31,13 @@ from PySide6.QtWidgets import (
 from app import trust
 from app.commands import Command, CommandError
 from app.document import NET_KINDS, Change, Document
-from app.edits import layer_edit
 from app.fillers.draws import Initial, initialise, unassumed_sources
 from app.fillers.jobs import Jobs
 from app.fillers.preview import PreviewView
 from app.fillers.row import FillerRow
 from app.fillers.slots import Slot, describe, effective, is_set, slots
 from app.fillers.summary import Preview, summarise
+from app.form_edits import layer_edit
 from app.selection import Selection
 from engine import pymodules
 from engine.data_shapes import Shape

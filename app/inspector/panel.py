@@ -3,7 +3,7 @@
 It shows the fields every layer has (name, type, bottom, top; param, loss_weight,
 propagate_down; phase, include, exclude) and only the ``*_param`` messages the layer's type
 reads. With no layer selected it shows the net's own fields. An edit becomes one command through
-``app.edits`` and ``push``; a refused edit leaves the document as it was, shows why, and puts
+``app.form_edits`` and ``push``; a refused edit leaves the document as it was, shows why, and puts
 the document's value back in the form.
 """
 
@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.commands import Command, CommandError
 from app.document import NET_KINDS, Change, Document
-from app.edits import layer_edit, net_edit
+from app.form_edits import layer_edit, net_edit
 from app.forms import FormOptions, MessageForm
 from app.forms.group import Group
 from app.inspector.header import LayerHeader

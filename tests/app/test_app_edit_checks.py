@@ -9,8 +9,8 @@ from undo_history import History
 from app.checks import layer_edit_problem, layer_problems, solver_problems
 from app.commands import CommandError, ReplaceLayer, ReplaceSolver, SetLayerField, SetSolverField
 from app.document import Document
-from app.edits import change_type, layer_edit, net_edit, solver_edit
 from app.examples import examples, open_example, solver_for
+from app.form_edits import change_type, layer_edit, net_edit, solver_edit
 from app.forms.docs import field_doc
 from app.forms.values import format_float, parse_value
 from app.layer_defaults import default_layer

@@ -27,8 +27,8 @@ from app.commands import (
     SetLayerField,
 )
 from app.document import Document
-from app.edits import solver_edit
 from app.fields import copy_message
+from app.form_edits import solver_edit
 from app.layer_spans import layer_spans
 from proto import caffe_pb2
 from proto.textio import parse_net

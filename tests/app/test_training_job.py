@@ -10,8 +10,8 @@ from undo_history import History
 
 from app.commands import SetSolverField
 from app.document import Document
-from app.edits import solver_edit
 from app.files import EXAMPLES, open_path, runs_folder
+from app.form_edits import solver_edit
 from app.training import job as job_module
 from app.training.job import absolutize_data_paths, make_job, provide_bundled_data
 from app.training.run import Run

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from google.protobuf import text_format
@@ -216,6 +218,33 @@ def test_debug_info_reports_every_blob():
     assert any(line.startswith("    [Forward] Layer ip1, param blob 0 data:") for line in lines)
     assert any(line.startswith("    [Backward] Layer ip2, bottom blob ip1 diff:") for line in lines)
     assert any(line.startswith("    [Backward] All net params (data, diff): L1 norm = (") for line in lines)
+
+
+def test_a_solver_step_with_debug_info_prints_caffes_lines_and_no_update_lines():
+    # Caffe 1.0's Solver::Step with debug_info: the net's [Forward] and [Backward] lines, in Caffe's
+    # wording, then the update with no "[Update]" line (its Net::Update never calls UpdateDebugInfo).
+    from engine.solvers import create_solver
+
+    param = text_format.Parse(
+        'base_lr: 0.1 lr_policy: "fixed" type: "SGD" display: 1 debug_info: true max_iter: 1',
+        caffe_pb2.SolverParameter(),
+    )
+    param.net_param.CopyFrom(text_format.Parse(MLP, caffe_pb2.NetParameter()))
+    lines: list[str] = []
+    solver = create_solver(param, log_fn=lines.append)
+    solver.net.logger = lines.append
+    solver.step(1)
+    forward = re.compile(r"    \[Forward\] Layer (\w+), (top blob \w+|param blob \d+) data: [-+0-9.e]+$")
+    backward = re.compile(
+        r"    \[Backward\] (Layer \w+, (bottom blob \w+|param blob \d+) diff: [-+0-9.e]+"
+        r"|All net params \(data, diff\): L1 norm = \([-+0-9.e]+, [-+0-9.e]+\); "
+        r"L2 norm = \([-+0-9.e]+, [-+0-9.e]+\))$"
+    )
+    debug = [line for line in lines if line.startswith("    [")]
+    assert sum(bool(forward.match(line)) for line in debug) == 10  # 6 tops, 2 weights, 2 biases
+    assert sum(bool(backward.match(line)) for line in debug) == 8  # 3 bottoms, 4 params, the total
+    assert len(debug) == 18 and not any("[Update]" in line for line in lines)
+    solver.net.close()
 
 
 def test_a_net_moves_to_another_backend_with_one_call(xp):

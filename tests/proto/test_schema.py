@@ -20,7 +20,7 @@ OPTIONAL, REPEATED, REQUIRED = "optional", "repeated", "required"
 
 
 def _gen_proto() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_proto", REPO / "scripts" / "gen_proto.py")
+    spec = importlib.util.spec_from_file_location("gen_proto", REPO / "tools" / "gen_proto.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -38,7 +38,7 @@ def _label(msg: type[Message], name: str) -> str:
 
 def test_generated_module_is_not_stale() -> None:
     stale = _gen_proto().stale_files()
-    assert stale == [], f"regenerate with `python scripts/gen_proto.py`: {stale}"
+    assert stale == [], f"regenerate with `python tools/gen_proto.py`: {stale}"
 
 
 def test_file_identity() -> None:

@@ -1,8 +1,8 @@
 """Regenerate proto/caffe_pb2.py and proto/caffe_pb2.pyi from proto/caffe.proto.
 
 Usage (from the repository root):
-    python scripts/gen_proto.py          # rewrite the checked-in files
-    python scripts/gen_proto.py --check  # exit 1 if they are stale, 0 otherwise
+    python tools/gen_proto.py          # rewrite the checked-in files
+    python tools/gen_proto.py --check  # exit 1 if they are stale, 0 otherwise
 
 Needs grpcio-tools (it bundles protoc); the output depends on its version.
 """
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stale = stale_files()
     for name in stale:
-        print(f"stale: proto/{name} (run: python scripts/gen_proto.py)")
+        print(f"stale: proto/{name} (run: python tools/gen_proto.py)")
     return 1 if stale else 0
 
 
