@@ -65,7 +65,7 @@ class LrPlot(QWidget):
         self.note.setObjectName("solverPlotNote")
         self.note.setWordWrap(True)
         self.plot = pg.PlotWidget(self)
-        self.plot.setMinimumHeight(150)
+        self.plot.setMinimumHeight(100)  # the fields below keep most of a short column (#31 case 4)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.showGrid(x=True, y=True, alpha=0.15)

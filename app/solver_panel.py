@@ -129,7 +129,7 @@ class SolverPanel(QWidget):
         splitter.addWidget(self.plot)
         splitter.addWidget(scroll)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([220, 500])
+        splitter.setSizes([170, 500])  # the plot a third, the fields the rest
         splitter.setChildrenCollapsible(False)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)

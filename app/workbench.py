@@ -287,8 +287,25 @@ class Workbench(QObject):
             if self.session is None or not self.session.restore():
                 self._size_docks()
                 QTimer.singleShot(0, self._size_docks)  # again once the window's rows have their heights
+            else:
+                QTimer.singleShot(0, self._keep_tab_titles_whole)  # a remembered layout may squeeze them
             self.panels.restore_training()
         return False
+
+    def _keep_tab_titles_whole(self) -> None:
+        """The right column's upper half at least as tall as its vertical tabs' titles need (a layout
+        remembered from a taller window, or dragged small, would elide them: "La…", "Prot…")."""
+        w = self.window
+        need = tab_titles_height(w) + 12
+        below = self.inspector_dock
+        if w.editor_dock.isFloating() or below.isFloating() or not below.isVisible():
+            return
+        group = [w.editor_dock, *w.tabifiedDockWidgets(w.editor_dock)]
+        shown = next((d for d in group if d.isVisible() and not d.visibleRegion().isEmpty()), None)
+        if shown is None or shown.height() >= need:
+            return
+        height = shown.height() + below.height()
+        w.resizeDocks([shown, below], [need, max(height - need, 0)], Qt.Orientation.Vertical)
 
     def _default_size(self) -> None:
         """Most of the screen."""

@@ -66,6 +66,7 @@ class GraphEditor(QWidget):
             else None
         )
         self._pending = self._fit_pending = self._load_pending = False
+        self._reveal_after: list[int] = []  # a selection made elsewhere before the canvas caught up
         self._syncing = False
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -196,13 +197,16 @@ class GraphEditor(QWidget):
             self._watch_modules()
         if self._fit_pending and self.view.isVisible() and self.view.viewport().width() > 50:
             self._fit_pending = False
-            self.view.fit_readable()
+            self.view.fit()
 
     def _after_rebuild(self) -> None:
         self._syncing = True
         if self.selection is not None:
             self.scene.select_indices(self.selection.layers)
         self._syncing = False
+        reveal, self._reveal_after = self._reveal_after, []
+        if reveal and self.selection is not None and reveal == list(self.selection.layers):
+            self._bring_into_view(reveal)  # a layer added from the palette, say, lands in view
         self.problems.show_problems(self.scene.problems)
         g = self.scene.graph
         self.data_watch.follow(g, getattr(self.document, "net_path", None))
@@ -254,12 +258,21 @@ class GraphEditor(QWidget):
     def set_phase(self, phase: int) -> None:
         self.scene.phase = phase
         self.scene.rebuild()
+        self._keep_net_in_view()
 
     def set_splits(self, on: bool) -> None:
         self.scene.splits = on
         self.toolbar.set_splits(on)
         self.mode_note.say(SPLITS_NOTE if on else "")
         self.scene.rebuild()
+        self._keep_net_in_view()
+
+    def _keep_net_in_view(self) -> None:
+        """Another view of the net (TEST, Splits) that no longer fits where the last one did: framed
+        whole again (as Fit does), so its top row does not start off screen."""
+        shown = self.view.visible_scene_rect()
+        if self.view.isVisible() and not shown.contains(self.scene.itemsBoundingRect()):
+            self.view.fit()
 
     def set_downward(self, downward: bool) -> None:
         if downward == self.scene.downward:
@@ -340,7 +353,10 @@ class GraphEditor(QWidget):
     def _bring_into_view(self, indices) -> None:
         """A layer chosen elsewhere (the inspector, the filler panel's list) scrolls into view if it
         is off screen; a click on the canvas never moves it."""
-        if self._pending or not indices:  # the canvas has not caught up with an edit yet
+        if not indices:
+            return
+        if self._pending:  # the canvas has not caught up with an edit yet: once it has
+            self._reveal_after = list(indices)
             return
         key = self.scene.graph.keys_of_index.get(indices[-1])
         item = self.scene.item_of(key) if key else None

@@ -10,6 +10,8 @@ a window puts it into its main toolbar (one row for the window's and the canvas'
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolBar, QToolButton, QWidget
@@ -64,8 +66,8 @@ class ElidedLabel(QLabel):
 
 
 class ModeNote(QLabel):
-    """A badge at the canvas's top-left corner saying what the view is (the Splits view: read-only),
-    on top of the net like the minimap in its corner; hidden when empty."""
+    """A badge at the canvas's top-left corner saying what the view is (the Splits view: read-only);
+    hidden when empty. While shown, the view's top margin holds it, so it never covers a box."""
 
     MARGIN = 8
 
@@ -86,6 +88,8 @@ class ModeNote(QLabel):
         self.move(self.MARGIN, self.MARGIN)
         self.setVisible(bool(text))
         self.raise_()
+        view: Any = self.parentWidget()
+        view.setViewportMargins(0, self.height() + 2 * self.MARGIN if text else 0, 0, 0)
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Resize and self.isVisible():
