@@ -197,7 +197,7 @@ class GraphEditor(QWidget):
             self._watch_modules()
         if self._fit_pending and self.view.isVisible() and self.view.viewport().width() > 50:
             self._fit_pending = False
-            self.view.fit()
+            self.view.fit_readable()
 
     def _after_rebuild(self) -> None:
         self._syncing = True
@@ -256,22 +256,27 @@ class GraphEditor(QWidget):
 
     # ---- view state -----------------------------------------------------------------------------
     def set_phase(self, phase: int) -> None:
+        whole = self._whole_in_view()
         self.scene.phase = phase
         self.scene.rebuild()
-        self._keep_net_in_view()
+        self._keep_whole(whole)
 
     def set_splits(self, on: bool) -> None:
+        whole = self._whole_in_view()
         self.scene.splits = on
         self.toolbar.set_splits(on)
         self.mode_note.say(SPLITS_NOTE if on else "")
         self.scene.rebuild()
-        self._keep_net_in_view()
+        self._keep_whole(whole)
 
-    def _keep_net_in_view(self) -> None:
-        """Another view of the net (TEST, Splits) that no longer fits where the last one did: framed
-        whole again (as Fit does), so its top row does not start off screen."""
-        shown = self.view.visible_scene_rect()
-        if self.view.isVisible() and not shown.contains(self.scene.itemsBoundingRect()):
+    def _whole_in_view(self) -> bool:
+        rect = self.scene.itemsBoundingRect()
+        return self.view.isVisible() and not rect.isEmpty() and self.view.visible_scene_rect().contains(rect)
+
+    def _keep_whole(self, was_whole: bool) -> None:
+        """A net seen whole stays whole in another view of it (TEST, Splits: a row taller), so its top
+        row does not start off screen; a net the user is reading zoomed in is left where it is."""
+        if was_whole and not self._fit_pending and not self._whole_in_view():
             self.view.fit()
 
     def set_downward(self, downward: bool) -> None:
