@@ -182,7 +182,8 @@ class TrainingDock(QDockWidget):
         if expanded:
             self.setMaximumHeight(16777215)
             if isinstance(window, QMainWindow):
-                window.resizeDocks([self], [max(window.height() // 3, 260)], Qt.Orientation.Vertical)
+                # Two fifths of the window: at 1280x800 each curve plot ~100 px tall, not ~60 (#31 case 4).
+                window.resizeDocks([self], [max(window.height() * 2 // 5, 300)], Qt.Orientation.Vertical)
         else:
             self.setMaximumHeight(self.minimumSizeHint().height())
         self.expanded_changed.emit(expanded)

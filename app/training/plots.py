@@ -173,6 +173,8 @@ class TrainingPlots(QWidget):
         self.graphics.ci.layout.setRowStretchFactor(2, 2)
         self._style_plots()
         self._make_lr_axis()
+        for plot in (self.loss_plot, self.metric_plot):  # short plots: fewer labels, none stacked
+            plot.getAxis("left").setTickDensity(0.6)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

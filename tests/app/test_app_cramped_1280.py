@@ -118,3 +118,14 @@ def test_a_layer_added_by_double_click_lands_in_view(qtbot, lenet_window):
     qtbot.waitUntil(lambda: added in w.graph.scene.nodes)
     box = w.graph.scene.nodes[added]
     qtbot.waitUntil(lambda: w.graph.view.visible_scene_rect().contains(box.sceneBoundingRect()))
+
+
+def test_the_curves_get_room_when_the_training_panel_opens(qtbot, lenet_window):
+    w = lenet_window
+    w.training.set_expanded(True)
+    plots = w.training.plots
+    qtbot.waitUntil(lambda: plots.isVisible())
+    # The loss plot's drawing area over 100 px tall and the test outputs' over 65 (they were 79 and 59
+    # at a third of the window, with their tick labels stacked).
+    qtbot.waitUntil(lambda: plots.loss_plot.vb.height() >= 100, timeout=2000)
+    assert plots.metric_plot.vb.height() >= 65
