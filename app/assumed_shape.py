@@ -21,6 +21,16 @@ def train_assumptions(graph: Any) -> dict[str, list[Shape]]:
     return assumptions(graph, caffe_pb2.TRAIN)
 
 
+def train_facts(graph: Any) -> set[str]:
+    """The TRAIN data layers whose shapes are the data's own though it is not read yet (the
+    bundled MNIST before Train makes it): built from those shapes, but nothing assumed."""
+    scene = graph.scene
+    if scene.phase != caffe_pb2.TRAIN:
+        return set()  # the other phase's view: said as assumed, as before
+    g = scene.graph
+    return {g.layers[key].name for key, a in g.assumed.items() if a.fact}
+
+
 def assumptions(graph: Any, phase: int) -> dict[str, list[Shape]]:
     """Data layer name -> the assumed top shapes (all known) of ``phase``'s net, as the canvas has
     them (its own view when it shows that phase, else the same rules and hints for that phase)."""

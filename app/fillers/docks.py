@@ -44,6 +44,8 @@ def add_initialisation_docks(
         dock = QDockWidget(title, window)
         dock.setObjectName(name)
         dock.setWidget(panel)
+        if panel is start:  # its tab chosen: a tabified panel gets no showEvent of its own
+            dock.visibilityChanged.connect(start.tab_shown)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         window.tabifyDockWidget(behind, dock)
         docks.append(dock)

@@ -57,6 +57,9 @@ def test_the_first_screen_shows_every_lenet_shape_without_a_warning(qtbot, fresh
     labels = [i for i in w.graph.scene.items() if isinstance(i, BlobLabel)]
     assert labels and not any(label.assumed for label in labels)  # facts, not guesses
     assert "the bundled MNIST" in w.graph.scene.nodes[data].toolTip()
+    totals = w.workbench.totals  # the status bar measures it too, and calls nothing assumed
+    qtbot.waitUntil(lambda: totals.totals is not None and totals.totals.params == 431080, timeout=30000)
+    assert "assumed" not in totals.text() and "Data not read" not in totals.toolTip()
 
     panel = w.net_start_dock.widget()  # "How the net starts" runs on the same shapes
     with qtbot.waitSignal(panel.finished, timeout=30000):
