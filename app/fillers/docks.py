@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
-from app.assumed_shape import assumptions
+from app.assumed_shape import assumptions, facts
 from app.commands import Command
 from app.document import Document
 from app.fillers.panel import FillerPanel
@@ -30,7 +30,8 @@ def add_initialisation_docks(
     ``graph`` (the window's canvas): both tabs assume the input shapes it assumes.
     """
     assumed = (lambda phase: assumptions(graph, phase)) if graph is not None else None
-    fillers = FillerPanel(doc, push, selection, window, assumed)
+    known = (lambda phase: facts(graph, phase)) if graph is not None else None
+    fillers = FillerPanel(doc, push, selection, window, assumed, known)
     start = NetStartPanel(doc, window, assumed)
     if graph is not None:
         graph.scene.rebuilt.connect(fillers.check_assumed)  # a shape typed for the data, say
