@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
-from app.assumed_shape import assumptions
+from app.assumed_shape import assumptions, facts
 from app.commands import Command
 from app.document import Document
 from app.fillers.panel import FillerPanel
@@ -30,7 +30,8 @@ def add_initialisation_docks(
     ``graph`` (the window's canvas): both tabs assume the input shapes it assumes.
     """
     assumed = (lambda phase: assumptions(graph, phase)) if graph is not None else None
-    fillers = FillerPanel(doc, push, selection, window, assumed)
+    known = (lambda phase: facts(graph, phase)) if graph is not None else None
+    fillers = FillerPanel(doc, push, selection, window, assumed, known)
     start = NetStartPanel(doc, window, assumed)
     if graph is not None:
         graph.scene.rebuilt.connect(fillers.check_assumed)  # a shape typed for the data, say
@@ -44,6 +45,8 @@ def add_initialisation_docks(
         dock = QDockWidget(title, window)
         dock.setObjectName(name)
         dock.setWidget(panel)
+        if panel is start:  # its tab chosen: a tabified panel gets no showEvent of its own
+            dock.visibilityChanged.connect(start.tab_shown)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         window.tabifyDockWidget(behind, dock)
         docks.append(dock)
