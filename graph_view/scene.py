@@ -12,6 +12,7 @@ the controller turns them into the document's commands.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QPainter, QPen, QPixmap
@@ -58,6 +59,7 @@ class GraphScene(QGraphicsScene):
         self.wires: list[WireItem] = []
         self._wires_of: dict[str, list[WireItem]] = defaultdict(list)
         self._layout_key: tuple | None = None
+        self._layout_view: tuple[int, bool] | None = None  # the (phase, splits) the layout was made for
         self._layout = Layout()
         self._building = False
         self._moved: set[str] = set()
@@ -157,10 +159,14 @@ class GraphScene(QGraphicsScene):
             dst_dx = sizes[e.dst][0] * ((e.dst_slot + 1) / (len(dst.bottoms) + 1) - 0.5)
             edges.append(LayoutEdge(e.src, e.dst, src_dx, dst_dx, (e.src, e.src_slot)))
         key = (tuple(sizes.items()), tuple(edges), self.downward)
-        held = self._layout.positions
-        if key != self._layout_key and self.graph.dangling and set(held) == set(self.graph.nodes):
-            # A bottom names no blob yet (being typed): the boxes stay put, wires go straight.
-            return Layout(dict(held), [[] for _ in edges], dict(self._layout.ranks))
+        held, nodes = self._layout.positions, set[Hashable](self.graph.nodes)
+        typing = self.graph.dangling and set(held) == nodes  # a bottom names no blob yet (being typed)
+        removed = set(held) > nodes and (self.phase, self.splits) == self._layout_view  # layers deleted
+        if key != self._layout_key and (typing or removed):
+            # The boxes stay put (a deleted middle layer leaves its place empty), wires go straight.
+            positions = {k: p for k, p in held.items() if k in nodes}
+            ranks = {k: r for k, r in self._layout.ranks.items() if k in nodes}
+            return Layout(positions, [[] for _ in edges], ranks)
         if key != self._layout_key:  # an edit of settings alone keeps the layout
             self._layout = layered(
                 list(self.graph.nodes),
@@ -170,7 +176,7 @@ class GraphScene(QGraphicsScene):
                 style.RANK_GAP,
                 style.NODE_GAP,
             )
-            self._layout_key = key
+            self._layout_key, self._layout_view = key, (self.phase, self.splits)
         return self._layout
 
     def _position(self, key: str, layout: Layout) -> QPointF:
