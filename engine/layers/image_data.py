@@ -44,6 +44,10 @@ class ImageDataLayer(BasePrefetchingDataLayer):
             )
         if p.batch_size <= 0:
             raise self.error("Positive batch size required")
+        if not p.source:  # Path("") is the working directory: "cannot open the image list ." said nothing
+            raise self.error(
+                "image_data_param.source is empty: name a list file, one 'image_path label' line per image"
+            )
         lines = read_list(self.data_paths.resolve(p.source))
         log.info("A total of %d images.", len(lines))
         skip = 0

@@ -144,7 +144,7 @@ def test_the_leveldb_warning_is_complete_in_the_problems_list(qtbot, window, tmp
     window.graph.sync()
     problems = window.graph.problems
     row = next(problems.item(i) for i in range(problems.count()) if "LEVELDB" in problems.item(i).text())
-    advice = "convert the database to LMDB (e.g. with Caffe's convert_imageset -backend lmdb)"
+    advice = "copy its records into an LMDB, key by key"  # not convert_imageset: that reads images
     assert advice in row.toolTip() and advice in row.text()
 
 
