@@ -55,8 +55,8 @@ def net_question(model_path: str) -> tuple[str, str]:
     stem = models.snapshot_prefix(model_path)
     question = f"Which net goes with {name}?"
     why = (
-        f"{name} holds trained weights. Barista looked beside it for {stem}.prototxt and for a solver "
-        f"whose snapshot_prefix names it, and found neither.\n\n"
+        f"{name} holds trained weights. Barista looked beside it for {stem}.prototxt, and there and "
+        f"one folder up for a solver whose snapshot_prefix names it, and found neither.\n\n"
         "Pick the net prototxt it was trained with (the train/test or the deploy net)"
     )
     why += "." if hdf5io.is_hdf5(model_path) else ", or rebuild the net from the layer list inside the model."
