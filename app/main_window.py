@@ -347,7 +347,7 @@ class MainWindow(QMainWindow):
         """disk_watch.RELOAD, KEEP, SAVE_AS or CANCEL."""
         return disk_watch.ask(self, paths, saving_now)
 
-    def ask_net_for_model(self, model_path: str) -> str:
+    def ask_net_for_model(self, model_path: str) -> str | None:
         return opening.ask_net_for_model(self, model_path)
 
     def ask_drop_unknown_fields(self, error: FormatError) -> bool:
@@ -539,7 +539,10 @@ def open_window(
     """
     window = MainWindow(settings=settings, recovery_dir=recovery_dir)
     if recovery_dir is None or not recovery.offer(window, recovery_dir):
-        window.open_file(argv[1] if len(argv) > 1 else DEFAULT_SOLVER, weights)
+        path = argv[1] if len(argv) > 1 else DEFAULT_SOLVER
+        if files.is_model(path):  # its net may have to be asked for: over the window, not before it
+            window.show()
+        window.open_file(path, weights)
     window.show()
     return window
 

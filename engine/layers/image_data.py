@@ -44,8 +44,8 @@ class ImageDataLayer(BasePrefetchingDataLayer):
             )
         if p.batch_size <= 0:
             raise self.error("Positive batch size required")
-        if not p.source:
-            raise self.error(f"image_data_param.source is not set: name the list of images ({LIST_FORMAT})")
+        if not p.source:  # Path("") is the working directory: "cannot open the image list ." said nothing
+            raise self.error(f"image_data_param.source is empty: name the list of images ({LIST_FORMAT})")
         lines = read_list(self.data_paths.resolve(p.source))
         log.info("A total of %d images.", len(lines))
         skip = 0
