@@ -22,13 +22,31 @@ def train_assumptions(graph: Any) -> dict[str, list[Shape]]:
     return assumptions(graph, caffe_pb2.TRAIN)
 
 
+def train_facts(graph: Any) -> set[str]:
+    """The TRAIN data layers whose shapes are the data's own though it is not read yet (the
+    bundled MNIST before Train makes it): built from those shapes, but nothing assumed."""
+    return facts(graph, caffe_pb2.TRAIN)
+
+
+def facts(graph: Any, phase: int) -> set[str]:
+    """``phase``'s data layers whose shapes are facts (the bundled MNIST), as the canvas has them."""
+    g = _graph_for(graph, phase)
+    return set() if g is None else {g.layers[key].name for key, a in g.assumed.items() if a.fact}
+
+
+def _graph_for(graph: Any, phase: int) -> Any:
+    scene = graph.scene
+    if scene.phase == phase:
+        return scene.graph
+    if any(reads_source(layer) for layer in scene.net.layer):
+        return build(scene.net, phase, hints=scene.data_hints)
+    return None
+
+
 def assumptions(graph: Any, phase: int) -> dict[str, list[Shape]]:
     """Data layer name -> the assumed top shapes (all known) of ``phase``'s net, as the canvas has
     them (its own view when it shows that phase, else the same rules and hints for that phase)."""
-    scene = graph.scene
-    g = scene.graph if scene.phase == phase else None
-    if g is None and any(reads_source(layer) for layer in scene.net.layer):
-        g = build(scene.net, phase, hints=scene.data_hints)
+    g = _graph_for(graph, phase)
     if g is None:
         return {}
     return {

@@ -11,6 +11,7 @@ lock is stale and the next start can take it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from typing import Any
 from PySide6.QtCore import QLockFile, QObject, QStandardPaths, QTimer
 
 from app.document import Document
+from engine.data.paths import user_data_dir
 from proto.atomic import write_text_atomic
 
 INTERVAL_MS = 30_000
@@ -36,9 +38,29 @@ MANIFEST, NET_FILE, SOLVER_FILE, EDITOR_FILE, LOCK_FILE = (
 
 
 def default_folder() -> Path:
-    """``<AppDataLocation>/recovery`` (the application and organisation names must be set)."""
+    """``<user data>/recovery``: the one per-user data folder (``engine.data.paths.user_data_dir``,
+    ``~/.local/share/barista``), beside the runs and the bundled data. Work that earlier versions
+    autosaved under Qt's AppDataLocation (``~/.local/share/Barista/Barista``, a second folder that
+    differed only by case) is moved here once, when nothing is here yet; nothing is deleted."""
+    folder = user_data_dir() / "recovery"
+    _adopt_old_folder(folder)
+    return folder
+
+
+def _adopt_old_folder(folder: Path) -> None:
     base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
-    return Path(base) / "recovery"
+    old = Path(base) / "recovery" if base else None
+    if old is None or not old.is_dir() or os.path.lexists(folder):
+        return
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(old, folder)  # one file system (the same data folder): a move, never a copy
+    except OSError:
+        return  # the old folder stays where it was, and is still whole
+    for parent in (old.parent, old.parent.parent):  # Barista/Barista, left empty by the move
+        if parent.name == "Barista":
+            with contextlib.suppress(OSError):  # not empty: it is kept
+                parent.rmdir()
 
 
 def make_lock(folder: Path) -> QLockFile:

@@ -4,6 +4,8 @@ train.py, plotted in the training dock as a run). Added to the window's menus by
 
 from __future__ import annotations
 
+import os
+
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMenu
 
@@ -64,8 +66,17 @@ class ExportActions:
         except LogError as exc:
             self.window.show_error("Open Training Log", str(exc))
             return False
-        self.window.training.show()
+        dock = self.window.training
+        dock.show()
         controller.add_run(run)
+        dock.set_expanded(True)  # a folded panel would show nothing of it
+        dock.tabs.setCurrentWidget(dock.plots)
+        tests = ", ".join(run.tests) or "no test scores"
+        self.window.statusBar().showMessage(
+            f"Training log {os.path.basename(path)}: {run.iter}/{run.max_iter} iterations ({tests}), "
+            f"plotted as {run.name} in the training panel",
+            10000,
+        )
         return True
 
 

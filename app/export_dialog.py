@@ -8,18 +8,19 @@ method so tests can answer the file dialog.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
 import itertools
 import os
 import re
 import shlex
-import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -30,16 +31,18 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMessageBox,
+    QProgressBar,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from app import netio
+from app.export_work import NetExport, attempt, write_net, write_package
 from app.training.job import absolutize_data_paths, document_folder, make_job
 from engine.export.torch_files import PACKAGE_MARKER as MARKER
 from engine.export.torch_files import shadowing
+from engine.model_use.deploy import is_deploy
 from proto import caffe_pb2
 from proto.atomic_folder import OURS, folder_state
 
@@ -48,7 +51,13 @@ KINDS = {
     "torch": ("Export as PyTorch Module", ".py", "Python module (*.py)"),
     "package": ("Export Training Package", "", ""),
 }
-INSTALL = "pip install -e '.[export]'"
+DEPLOY, AS_WRITTEN = 0, 1  # the Net choice of an ONNX or PyTorch export
+
+
+class _Bridge(QObject):
+    """Lives in the GUI thread: the worker's result arrives through a queued signal."""
+
+    done = Signal(str, bool)
 
 
 def default_output(doc, kind: str) -> str:
@@ -87,9 +96,14 @@ def _ours(folder: str) -> bool:
 
 
 class ExportDialog(QDialog):
+    exported = Signal(bool)  # an export finished: written or not
+
     def __init__(self, doc, kind: str, parent: QWidget | None = None, cluster: bool = False) -> None:
         super().__init__(parent)
         self.doc, self.kind = doc, kind
+        self._thread: threading.Thread | None = None
+        self._bridge = _Bridge(self)
+        self._bridge.done.connect(self._finished)
         self.setWindowTitle("Train on a Cluster" if cluster else KINDS[kind][0])
         self.setMinimumWidth(720)
         layout = QVBoxLayout(self)
@@ -128,7 +142,21 @@ class ExportDialog(QDialog):
             self.output.textChanged.connect(self.update_command)
             self.weights.textChanged.connect(self.update_command)
         else:
+            self.net_choice = QComboBox()
+            self.net_choice.addItems(
+                ["Deploy net (one input, the class probabilities out)", "The net as written"]
+            )
+            train_val = not is_deploy(doc.net)
+            self.net_choice.setCurrentIndex(DEPLOY if train_val else AS_WRITTEN)
+            self.net_choice.setEnabled(train_val)  # a deploy net already is exported as it is
+            self.net_choice.setToolTip(
+                "A train/val net's deploy net: its data layers become one Input (batch 1), the label, "
+                "loss and accuracy layers go and the loss becomes a Softmax 'prob' (as Model Use derives it)"
+            )
+            self.net_choice.currentIndexChanged.connect(self._net_chosen)
+            form.addRow("Net", self.net_choice)
             form.addRow("Phase", self.phase)
+            self._net_chosen()
             if kind == "onnx":
                 form.addRow("Batch", self.dynamic_batch)
         layout.addLayout(form)
@@ -136,15 +164,23 @@ class ExportDialog(QDialog):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
+        self.busy = QProgressBar()
+        self.busy.setRange(0, 0)  # busy: how long an export takes is not known beforehand
+        self.busy.setTextVisible(False)
+        self.busy.hide()
+        layout.addWidget(self.busy)
         buttons = QDialogButtonBox()
         self.export_button = buttons.addButton(
             "Write Package" if kind == "package" else "Export", QDialogButtonBox.ButtonRole.AcceptRole
         )
         buttons.addButton(QDialogButtonBox.StandardButton.Close)
-        self.export_button.clicked.connect(self.export)
+        self.export_button.clicked.connect(self.start_export)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         self.update_command()
+
+    def _net_chosen(self) -> None:
+        self.phase.setEnabled(not self.uses_deploy())  # a deploy net is the TEST phase's layers
 
     def _intro(self, cluster: bool) -> str:
         if self.kind == "package":
@@ -214,31 +250,85 @@ class ExportDialog(QDialog):
         self.status.setText("The command is on the clipboard.")
 
     def export(self) -> bool:
-        """Write the export; the status line says what was written or why not."""
+        """Write the export now (scripts and tests); the status line says what was written or why not."""
+        work = self._prepare()
+        if work is None:
+            return False
+        message, ok = attempt(work)
+        self._finished(message, ok)
+        return ok
+
+    def start_export(self) -> bool:
+        """The Export button: write it in a worker thread while the dialog shows that it is busy;
+        the status line (and the window's status bar) says what was written once it is done."""
+        work = self._prepare()
+        if work is None:
+            return False
+        self._set_busy(True)
+        thread = threading.Thread(target=self._work, args=(work,), name="barista-export", daemon=True)
+        self._thread = thread
+        thread.start()
+        return True
+
+    def is_busy(self) -> bool:
+        return self._thread is not None
+
+    def _work(self, work: Callable[[], str]) -> None:
+        result = attempt(work)
+        with contextlib.suppress(RuntimeError):  # the window was closed meanwhile: no one to tell
+            self._bridge.done.emit(*result)  # only the signal crosses back to the GUI thread
+
+    def _set_busy(self, busy: bool) -> None:
+        self.busy.setVisible(busy)
+        self.export_button.setEnabled(not busy)
+        if busy:
+            self.status.setText(f"Exporting to {os.path.basename(self.output.text().strip())}…")
+
+    def _finished(self, message: str, ok: bool) -> None:
+        self._thread = None
+        self._set_busy(False)
+        self.status.setText(message)
+        if self.kind == "package" and ok:
+            self.update_command()
+        bar = getattr(self.parent(), "statusBar", None)
+        if callable(bar):  # seen even when the dialog was closed meanwhile
+            bar().showMessage(message if ok else f"{self.windowTitle()}: {message}", 10000)
+        self.exported.emit(ok)
+
+    def _prepare(self) -> Callable[[], str] | None:
+        """What the export will do, read from the document and the form now (the worker never reads
+        them); None when there is nothing to do (no name, or the user would not replace a file)."""
         out = self.output.text().strip()
         if not out:
             self.status.setText("Choose where to write it.")
-            return False
+            return None
         force = self._replace_asked(out)
         if force is None:
             self.status.setText("Not exported: choose another name, or let it replace the one there.")
-            return False
-        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-        try:
-            message = self._export(out, self.weights.text().strip() or None, force)
-            ok = True
-        except ModuleNotFoundError as exc:
-            if (exc.name or "").startswith("engine"):
-                message = "This export is not available in this version yet."
-            else:
-                message = f"Export needs {exc.name}, which is not installed: {INSTALL}"
-            ok = False
-        except Exception as exc:  # the exporter's one-line refusal (a layer it cannot express, a bad file)
-            message, ok = f"Not exported: {exc}", False
-        finally:
-            QApplication.restoreOverrideCursor()
-        self.status.setText(message)
-        return ok
+            return None
+        weights = self.weights.text().strip() or None
+        if self.kind == "package":
+            return functools.partial(
+                write_package, make_job(self.doc).solver, out, weights, force, self._source()
+            )
+        net = caffe_pb2.NetParameter()
+        net.CopyFrom(self.doc.net)
+        absolutize_data_paths(net, document_folder(self.doc))
+        options = NetExport(
+            kind=self.kind,
+            net=net,
+            net_path=self.doc.net_path or getattr(self.doc, "origin", None),
+            out=out,
+            weights=weights,
+            phase=caffe_pb2.Phase.Value(self.phase.currentText()),
+            deploy=self.uses_deploy(),
+            dynamic_batch=self.dynamic_batch.isChecked(),
+        )
+        return functools.partial(write_net, options)
+
+    def _source(self) -> str:
+        path = self.doc.solver_path or self.doc.net_path or getattr(self.doc, "origin", None)
+        return os.path.basename(path) if path else f"the unsaved net {self.doc.net.name or ''}".rstrip()
 
     def ask_replace(self, question: str) -> bool:
         answer = QMessageBox.question(self, self.windowTitle(), question)
@@ -265,30 +355,5 @@ class ExportDialog(QDialog):
         question = f"{names} already {verb} in {os.path.dirname(out) or '.'}. Replace?"
         return True if self.ask_replace(question) else None
 
-    def _export(self, out: str, weights: str | None, force: bool = False) -> str:
-        if self.kind == "package":
-            from engine.export.package import export_package
-
-            job = make_job(self.doc)
-            export_package("", out, weights=weights, param=job.solver, force=force)
-            self.update_command()
-            return f"Wrote the package to {out}. Run it with the command above (rank 0 logs to stderr)."
-        net = caffe_pb2.NetParameter()
-        net.CopyFrom(self.doc.net)
-        absolutize_data_paths(net, document_folder(self.doc))
-        phase = caffe_pb2.Phase.Value(self.phase.currentText())
-        with tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, "net.prototxt")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(netio.net_to_text(net))
-            if self.kind == "onnx":
-                from engine.export.onnx_export import export_onnx
-
-                summary = export_onnx(
-                    path, out, weights=weights, phase=phase, dynamic_batch=self.dynamic_batch.isChecked()
-                )
-            else:
-                from engine.export.torch_module import export_module
-
-                summary = export_module(path, out, weights=weights, phase=phase, param=net)
-        return summary if isinstance(summary, str) else f"wrote {out}"
+    def uses_deploy(self) -> bool:
+        return self.kind in ("onnx", "torch") and self.net_choice.currentIndex() == DEPLOY

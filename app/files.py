@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,20 +76,17 @@ def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def solver_beside(net_path: str | os.PathLike[str]) -> Path | None:
-    """The solver in the net's folder whose ``net:`` (or ``train_net:``) names this net, if any.
+def solvers_in(folder: str | os.PathLike[str]) -> Iterator[tuple[Path, caffe_pb2.SolverParameter]]:
+    """The small prototxt files in ``folder`` that read as solvers naming a net, with their solvers.
 
-    Files named like solvers are tried first; any other small prototxt that says ``net:`` after them.
+    Files named like solvers come first; any other small prototxt that says ``net:`` after them.
     """
-    folder = Path(net_path).parent
     try:
-        candidates = [p for p in folder.iterdir() if p.suffix in (".prototxt", ".pt") and p.is_file()]
+        candidates = [p for p in Path(folder).iterdir() if p.suffix in (".prototxt", ".pt") and p.is_file()]
     except OSError:
-        return None
+        return
     candidates.sort(key=lambda p: ("solver" not in p.name.lower(), p.name))
     for candidate in candidates:
-        if _same_file(candidate, net_path):
-            continue
         try:
             if candidate.stat().st_size > _SOLVER_SCAN_LIMIT:
                 continue
@@ -97,6 +95,14 @@ def solver_beside(net_path: str | os.PathLike[str]) -> Path | None:
                 continue
             solver, _ = netio.load_solver_text(text, candidate)
         except (OSError, FormatError):
+            continue
+        yield candidate, solver
+
+
+def solver_beside(net_path: str | os.PathLike[str]) -> Path | None:
+    """The solver in the net's folder whose ``net:`` (or ``train_net:``) names this net, if any."""
+    for candidate, solver in solvers_in(Path(net_path).parent):
+        if _same_file(candidate, net_path):
             continue
         named = solver_net_path(solver, candidate)
         if named is not None and _same_file(named, net_path):

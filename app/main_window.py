@@ -2,8 +2,8 @@
 
 The dialogs the window may raise are methods (``ask_open_path``, ``ask_save_path``,
 ``ask_unsaved_changes``, ``ask_unparsable_text``, ``ask_net_for_model``, ``ask_drop_unknown_fields``,
-``ask_default_solver``, ``ask_changed_on_disk``, ``ask_quit_while_training``, ``show_error``) so
-tests can replace them.
+``ask_default_solver``, ``ask_changed_on_disk``, ``ask_quit_while_training``, ``ask_train_anyway``,
+``show_error``) so tests can replace them.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from app import (
     quitting,
     recovery,
     saving,
+    train_anyway,
     train_checks,
 )
 from app.autosave import default_folder as default_recovery_folder
@@ -337,6 +338,10 @@ class MainWindow(QMainWindow):
         """Save / Discard (or Stop and Quit) / Cancel, and whether to snapshot the run first."""
         return quitting.ask(self, APP_NAME, self._file_name(), run, unsaved)
 
+    def ask_train_anyway(self, traps: list[str]) -> bool:
+        """Train anyway (True) or Cancel, after the traps Train can see are named."""
+        return train_anyway.ask(self, traps)
+
     def ask_unparsable_text(self, closing: bool) -> str:
         """saving.EDIT, TEXT or NET (and DISCARD when ``closing``)."""
         return saving.ask_unparsable_text(self, self.editor.error, closing)
@@ -345,7 +350,7 @@ class MainWindow(QMainWindow):
         """disk_watch.RELOAD, KEEP, SAVE_AS or CANCEL."""
         return disk_watch.ask(self, paths, saving_now)
 
-    def ask_net_for_model(self, model_path: str) -> str:
+    def ask_net_for_model(self, model_path: str) -> str | None:
         return opening.ask_net_for_model(self, model_path)
 
     def ask_drop_unknown_fields(self, error: FormatError) -> bool:
@@ -487,6 +492,11 @@ class MainWindow(QMainWindow):
         if warning is not None:
             self.training.console.append_lines([f"Warning: {warning}"], "#b26a00")
             self.statusBar().showMessage(warning, 8000)
+        traps = train_checks.traps_before_training(self.doc, self.graph.scene.data_hints)
+        if traps and not self.ask_train_anyway(traps):
+            return False
+        if traps:
+            self.training.console.append_lines([f"Warning: {t}" for t in traps], "#b26a00")
         return True
 
     def _on_change(self, change: Change) -> None:
@@ -532,7 +542,10 @@ def open_window(
     """
     window = MainWindow(settings=settings, recovery_dir=recovery_dir)
     if recovery_dir is None or not recovery.offer(window, recovery_dir):
-        window.open_file(argv[1] if len(argv) > 1 else DEFAULT_SOLVER, weights)
+        path = argv[1] if len(argv) > 1 else DEFAULT_SOLVER
+        if files.is_model(path):  # its net may have to be asked for: over the window, not before it
+            window.show()
+        window.open_file(path, weights)
     window.show()
     return window
 

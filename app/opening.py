@@ -13,6 +13,7 @@ import os
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from app import models
+from proto import hdf5io
 from proto.errors import FormatError, UnknownFieldsError
 
 NET_FILTER = "Caffe prototxt (*.prototxt *.pt);;All files (*)"
@@ -38,6 +39,8 @@ def open_into(window, path: str | os.PathLike[str], weights: str | os.PathLike[s
         if weights:
             models.load_weights_into(window.doc, os.fspath(weights))
             opened.notices.append(f"Weights: {os.path.basename(os.fspath(weights))} (Train starts from them)")
+    except models.Cancelled:
+        return False
     except (OSError, FormatError) as e:
         window.show_error("Cannot open", str(e))
         return False
@@ -46,11 +49,43 @@ def open_into(window, path: str | os.PathLike[str], weights: str | os.PathLike[s
     return True
 
 
-def ask_net_for_model(parent: QWidget, model_path: str) -> str:
-    """The net prototxt that goes with a model; '' to rebuild the net from the model itself."""
-    folder = os.path.dirname(model_path)
-    title = f"The net of {os.path.basename(model_path)} (Cancel: rebuild it from the model)"
-    return QFileDialog.getOpenFileName(parent, title, folder, NET_FILTER)[0]
+def net_question(model_path: str) -> tuple[str, str]:
+    """What the window says when a model's net must be asked for: (the question, the explanation)."""
+    name = os.path.basename(model_path)
+    stem = models.snapshot_prefix(model_path)
+    question = f"Which net goes with {name}?"
+    why = (
+        f"{name} holds trained weights. Barista looked beside it for {stem}.prototxt, and there and "
+        f"one folder up for a solver whose snapshot_prefix names it, and found neither.\n\n"
+        "Pick the net prototxt it was trained with (the train/test or the deploy net)"
+    )
+    why += "." if hdf5io.is_hdf5(model_path) else ", or rebuild the net from the layer list inside the model."
+    return question, why
+
+
+def ask_net_for_model(parent: QWidget, model_path: str) -> str | None:
+    """The net prototxt that goes with a model; '' to rebuild the net from the model itself; None
+    to open nothing. Says why it asks before any file dialog."""
+    question, why = net_question(model_path)
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setWindowTitle("The model's net")
+    box.setText(question)
+    box.setInformativeText(why)
+    pick = box.addButton("Pick the Net…", QMessageBox.ButtonRole.AcceptRole)
+    rebuild = None
+    if not hdf5io.is_hdf5(model_path):  # an HDF5 model carries only blobs, no layer list
+        rebuild = box.addButton("Rebuild from the Model", QMessageBox.ButtonRole.ActionRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(pick)
+    box.exec()
+    if rebuild is not None and box.clickedButton() is rebuild:
+        return ""
+    if box.clickedButton() is not pick:
+        return None
+    title = f"The net {os.path.basename(model_path)} was trained with"
+    picked = QFileDialog.getOpenFileName(parent, title, os.path.dirname(model_path), NET_FILTER)[0]
+    return picked or None
 
 
 def ask_drop_unknown_fields(parent: QWidget, error: FormatError) -> bool:

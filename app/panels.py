@@ -2,9 +2,10 @@
 
 ``dock_all(window, panels)`` makes each panel's dock (a panel that is a QDockWidget is docked as it
 is), puts it in its area, tabs a group's panels together in list order and raises the ``front``
-one. ``Panels(window, docks, settings)`` gives every dock, in View-menu order, a checkable toggle
-with its shortcut (Alt+1...), and ``canvas_only`` (F12) hides every panel at once and brings back
-the same ones on the second press. It also remembers whether the user chose to fold or unfold the
+one; a panel with ``tab_shown(visible)`` hears its dock's visibilityChanged.
+``Panels(window, docks, settings)`` gives every dock, in View-menu order, a checkable toggle with
+its shortcut (Alt+1...), and ``canvas_only`` (F12) hides every panel at once and brings back the
+same ones on the second press. It also remembers whether the user chose to fold or unfold the
 training dock (a preference kept in the settings, when there are any).
 """
 
@@ -46,6 +47,9 @@ def dock_all(window: QMainWindow, panels: Sequence[Panel]) -> dict[str, QDockWid
             dock = QDockWidget(panel.title, window)
             dock.setWidget(made)
         dock.setObjectName(panel.name)
+        shown = getattr(made, "tab_shown", None)
+        if shown is not None:  # a tabified panel gets no showEvent of its own when its tab is chosen
+            dock.visibilityChanged.connect(shown)
         before = last_of.get(panel.group) if panel.group else None
         if before is None:
             window.addDockWidget(AREAS[panel.area], dock, Qt.Orientation.Vertical)

@@ -47,10 +47,13 @@ class StatusTotals(QLabel):
         parent: QWidget | None = None,
         delay_ms: int = DELAY_MS,
         assumed: Callable[[], dict[str, list[Shape]]] | None = None,
+        facts: Callable[[], set[str]] | None = None,
     ) -> None:
-        """``assumed()``: data layer name -> the top shapes assumed for it while its data is absent."""
+        """``assumed()``: data layer name -> the top shapes assumed for it while its data is absent;
+        ``facts()``: those of them whose shapes are known facts (the bundled MNIST), not guesses."""
         super().__init__(parent)
         self._assumed = assumed or dict
+        self._facts = facts or set
         self._inputs: dict[str, list[Shape]] = {}
         self.setObjectName("statusTotals")
         self.doc = doc
@@ -94,7 +97,7 @@ class StatusTotals(QLabel):
             self._show_failure(e)
             return
         self._running, self._pending = True, False  # set only now: a failure above never leaves it set
-        self._inputs = inputs
+        self._inputs = {name: shapes for name, shapes in inputs.items() if name not in self._facts()}
         bridge = self._bridge
 
         def work() -> None:

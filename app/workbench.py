@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.about import AboutDialog
-from app.assumed_shape import AssumedShapeBox, train_assumptions
+from app.assumed_shape import AssumedShapeBox, train_assumptions, train_facts
 from app.autosave import INTERVAL_MS, Autosave
 from app.examples import examples, open_example
 from app.export_picture import ask_picture_path, export_picture
@@ -91,7 +91,9 @@ class Workbench(QObject):
         self.find_bar.also_found = lambda pattern: boxes_found(w.graph.mark_found(pattern))
         self.text_selection = TextSelection(w.editor, w.selection, self)
         w.editor.layout().insertWidget(0, self.find_bar)
-        self.totals = StatusTotals(w.doc, w, assumed=lambda: train_assumptions(w.graph))
+        self.totals = StatusTotals(
+            w.doc, w, assumed=lambda: train_assumptions(w.graph), facts=lambda: train_facts(w.graph)
+        )
         w.graph.scene.rebuilt.connect(self.totals.schedule)  # a typed shape changes no document
         w.statusBar().addPermanentWidget(self.totals)
         self.recent = RecentFiles(settings, parent=self)

@@ -96,9 +96,9 @@ class Hints:
         the data feeds change)."""
         if self.deploy is not None:
             return self.deploy
-        wanted = _wanted(layers)
-        if self._found is None or self._found[0] != wanted:
-            self._found = (wanted, _deploy_inputs(wanted, self.net_path))
+        wanted, body = _wanted(layers), _body(layers)
+        if self._found is None or self._found[0] != (wanted, body):
+            self._found = ((wanted, body), _deploy_inputs(wanted, self.net_path, body))
         return self._found[1]
 
 
@@ -268,15 +268,27 @@ def parse_shape(text: str) -> Shape:
 
 # ---- a deploy net beside the file -------------------------------------------------------------
 
-_NEIGHBOURS: dict[tuple[str, int, int], dict[str, tuple[Shape, frozenset[tuple[str, str]]]] | None] = {}
+Feeds = frozenset[tuple[str, str]]  # (name, type) of layers
+_NEIGHBOURS: dict[tuple[str, int, int], tuple[dict[str, tuple[Shape, Feeds]], Feeds] | None] = {}
 
 
 def deploy_inputs(
     layers: Sequence[LayerParameter], net_path: str | os.PathLike[str] | None
 ) -> dict[str, tuple[Shape, str]]:
     """For each data layer's first top: the input shape of a deploy net beside ``net_path`` whose
-    input feeds the same layers (same names and types), and that net's file name."""
-    return _deploy_inputs(_wanted(layers), net_path)
+    input feeds the same layers (same names and types) and whose every layer is one of this net's
+    (CIFAR-10 quick's shapes never come from cifar10_full.prototxt, whose conv1 is fed the same
+    way), and that net's file name."""
+    return _deploy_inputs(_wanted(layers), net_path, _body(layers))
+
+
+def _body(layers: Sequence[LayerParameter]) -> Feeds:
+    """The (name, type) of the layers that compute: not the data, losses, accuracy or the Softmax
+    a deploy net has in place of the loss."""
+    skipped = ("Softmax", "Accuracy", "Silence")
+    return frozenset(
+        (l.name, l.type) for l in layers if l.bottom and l.type not in skipped and not l.type.endswith("Loss")
+    )
 
 
 def _wanted(layers: Sequence[LayerParameter]) -> dict[str, frozenset[tuple[str, str]]]:
@@ -290,17 +302,19 @@ def _wanted(layers: Sequence[LayerParameter]) -> dict[str, frozenset[tuple[str, 
 
 
 def _deploy_inputs(
-    wanted: Mapping[str, frozenset[tuple[str, str]]], net_path: str | os.PathLike[str] | None
+    wanted: Mapping[str, Feeds], net_path: str | os.PathLike[str] | None, body: Feeds | None = None
 ) -> dict[str, tuple[Shape, str]]:
     if not net_path or not wanted:
         return {}
     found: dict[str, tuple[Shape, str]] = {}
     for candidate in _candidates(Path(net_path)):
-        inputs = _inputs_of(candidate)
+        read = _inputs_of(candidate)
+        if read is None or (body is not None and not read[1] <= body):
+            continue  # not a deploy net, or one with layers this net lacks: another net
         for blob, feeds in wanted.items():
             if blob in found:
                 continue
-            for shape, its_feeds in (inputs or {}).values():
+            for shape, its_feeds in read[0].values():
                 if its_feeds == feeds:
                     found[blob] = (shape, candidate.name)
                     break
@@ -327,8 +341,9 @@ def _candidates(net_path: Path) -> list[Path]:
     return [folder / n for n in (first + deployish + rest) if n != own][:_MAX_NEIGHBOURS]
 
 
-def _inputs_of(path: Path) -> dict[str, tuple[Shape, frozenset[tuple[str, str]]]] | None:
-    """A net's Input layers' shaped tops and the layers each feeds; cached by file stamp."""
+def _inputs_of(path: Path) -> tuple[dict[str, tuple[Shape, Feeds]], Feeds] | None:
+    """A deploy net's Input layers' shaped tops with the layers each feeds, and its body; cached by
+    file stamp."""
     try:
         st = path.stat()
     except OSError:
@@ -341,7 +356,7 @@ def _inputs_of(path: Path) -> dict[str, tuple[Shape, frozenset[tuple[str, str]]]
     return result
 
 
-def _read_inputs(path: Path) -> dict[str, tuple[Shape, frozenset[tuple[str, str]]]] | None:
+def _read_inputs(path: Path) -> tuple[dict[str, tuple[Shape, Feeds]], Feeds] | None:
     from proto.errors import FormatError
     from proto.textio import parse_net
     from proto.upgrade import upgrade_net
@@ -352,7 +367,7 @@ def _read_inputs(path: Path) -> dict[str, tuple[Shape, frozenset[tuple[str, str]
         return None
     if any(reads_source(layer) for layer in net.layer):
         return None  # another train net, not a deploy one
-    inputs: dict[str, tuple[Shape, frozenset[tuple[str, str]]]] = {}
+    inputs: dict[str, tuple[Shape, Feeds]] = {}
     for layer in net.layer:
         if layer.type != "Input" or layer.bottom:
             continue
@@ -362,4 +377,4 @@ def _read_inputs(path: Path) -> dict[str, tuple[Shape, frozenset[tuple[str, str]
                 dims = tuple(int(d) for d in shapes[0 if len(shapes) == 1 else i].dim)
                 if len(dims) >= 2 and all(d > 0 for d in dims):
                     inputs[top] = (dims, _consumers(net.layer, top))
-    return inputs
+    return inputs, _body(net.layer)

@@ -12,6 +12,7 @@ the controller turns them into the document's commands.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QPainter, QPen, QPixmap
@@ -20,7 +21,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsSceneMouse
 from engine.data_shapes import Hints
 from graph_view import canvas_colours, style
 from graph_view.graph import Graph, build
-from graph_view.items import NodeItem, measure
+from graph_view.items import NodeItem, advance, measure
 from graph_view.layout import Layout, LayoutEdge, layered
 from graph_view.ports import TOP, PortItem, accepts
 from graph_view.problems import caffe10_problems
@@ -58,6 +59,7 @@ class GraphScene(QGraphicsScene):
         self.wires: list[WireItem] = []
         self._wires_of: dict[str, list[WireItem]] = defaultdict(list)
         self._layout_key: tuple | None = None
+        self._layout_view: tuple[int, bool] | None = None  # the (phase, splits) the layout was made for
         self._layout = Layout()
         self._building = False
         self._moved: set[str] = set()
@@ -105,10 +107,16 @@ class GraphScene(QGraphicsScene):
             self.addItem(item)
             item.setPos(self._position(key, layout))
             self.nodes[key] = item
+            copies = split_labels(node.layer, len(item.top_ports))
             for stagger, port in enumerate(item.top_ports):
                 shape = node.top_shapes[port.slot] if port.slot < len(node.top_shapes) else None
                 assumed = node.assumed is not None and not node.assumed.fact
-                BlobLabel(port, shape, self.downward, stagger, assumed)
+                if copies:  # one row, each copy at its port: a stack of four ran into the boxes above
+                    last = port is item.top_ports[-1]
+                    row = 0 if fits_in_a_row(item.top_ports, copies) else stagger
+                    BlobLabel(port, shape if last else None, self.downward, row, assumed, copies[port.slot])
+                else:
+                    BlobLabel(port, shape, self.downward, stagger, assumed)
         into: dict[str, dict[int, object]] = defaultdict(dict)
         for edge in self.graph.edges:
             into[edge.dst][edge.dst_slot] = edge.shape
@@ -157,10 +165,14 @@ class GraphScene(QGraphicsScene):
             dst_dx = sizes[e.dst][0] * ((e.dst_slot + 1) / (len(dst.bottoms) + 1) - 0.5)
             edges.append(LayoutEdge(e.src, e.dst, src_dx, dst_dx, (e.src, e.src_slot)))
         key = (tuple(sizes.items()), tuple(edges), self.downward)
-        held = self._layout.positions
-        if key != self._layout_key and self.graph.dangling and set(held) == set(self.graph.nodes):
-            # A bottom names no blob yet (being typed): the boxes stay put, wires go straight.
-            return Layout(dict(held), [[] for _ in edges], dict(self._layout.ranks))
+        held, nodes = self._layout.positions, set[Hashable](self.graph.nodes)
+        typing = self.graph.dangling and set(held) == nodes  # a bottom names no blob yet (being typed)
+        removed = set(held) > nodes and (self.phase, self.splits) == self._layout_view  # layers deleted
+        if key != self._layout_key and (typing or removed):
+            # The boxes stay put (a deleted middle layer leaves its place empty), wires go straight.
+            positions = {k: p for k, p in held.items() if k in nodes}
+            ranks = {k: r for k, r in self._layout.ranks.items() if k in nodes}
+            return Layout(positions, [[] for _ in edges], ranks)
         if key != self._layout_key:  # an edit of settings alone keeps the layout
             self._layout = layered(
                 list(self.graph.nodes),
@@ -170,7 +182,7 @@ class GraphScene(QGraphicsScene):
                 style.RANK_GAP,
                 style.NODE_GAP,
             )
-            self._layout_key = key
+            self._layout_key, self._layout_view = key, (self.phase, self.splits)
         return self._layout
 
     def _position(self, key: str, layout: Layout) -> QPointF:
@@ -357,3 +369,20 @@ def too_big_words(layers: int) -> str:
         "The Prototxt tab, the Inspector and Train work as usual; `main.py shapes NET` lists every "
         "layer's shapes."
     )
+
+
+def fits_in_a_row(ports, words: list[str]) -> bool:
+    """True when each of ``words`` fits between its port and the next one."""
+    xs = sorted(port.pos().x() for port in ports)
+    gap = min((b - a for a, b in zip(xs, xs[1:])), default=0.0)
+    return all(advance("small", w) + 16 <= gap for w in words[:-1])
+
+
+def split_labels(layer: caffe_pb2.LayerParameter, ports: int) -> list[str]:
+    """The short words for a Split's copies (``split_0``, ``split_1``... of one long blob name, whose
+    shape is the same for all: shown once), or [] for any other layer."""
+    if layer.type != "Split" or ports < 2 or len(layer.top) != ports:
+        return []
+    return [
+        top.rsplit("_split_", 1)[-1].join(("split_", "")) if "_split_" in top else top for top in layer.top
+    ]

@@ -127,11 +127,18 @@ class BlobLabel(QGraphicsItem):
     """
 
     def __init__(
-        self, port: PortItem, shape: Shape | None, downward: bool, stagger: int, assumed: bool = False
+        self,
+        port: PortItem,
+        shape: Shape | None,
+        downward: bool,
+        stagger: int,
+        assumed: bool = False,
+        short: str | None = None,
     ) -> None:
+        """``short``: the words shown instead of the blob's name (a Split's copies, side by side)."""
         super().__init__(port.node)
         self.port, self.assumed = port, assumed and shape is not None
-        self.name, self.shape_text = port.blob, summary.dims(shape) if shape is not None else ""
+        self.name, self.shape_text = short or port.blob, summary.dims(shape) if shape is not None else ""
         if self.assumed:  # not read from the data: say so where the shape is read
             self.shape_text += " assumed"
         self.name_w = advance("small", self.name)
@@ -142,7 +149,7 @@ class BlobLabel(QGraphicsItem):
         self.rect = QRectF(x, y, width, height)
         self.setZValue(3)
         self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
-        self.setToolTip(f"blob {self.name}: double-click to rename it")
+        self.setToolTip(f"blob {port.blob}" if short else f"blob {self.name}: double-click to rename it")
 
     def text(self) -> str:
         return f"{self.name}  {self.shape_text}".strip()

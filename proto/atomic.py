@@ -20,6 +20,7 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import stat
 import time
 from collections.abc import Iterator
@@ -133,25 +134,30 @@ def temp_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{8}}\.tmp")
 
 
-def remove_stale_temps(target: str) -> list[str]:
-    """Remove the temporary files that killed writes of ``target`` left; returns their paths."""
+def remove_stale_temps(target: str, folders: bool = False) -> list[str]:
+    """Remove the temporary files (``folders``: the temporary folders, proto.atomic_folder's) that killed
+    writes of ``target`` left; one still held by a live writer's lock is kept. Returns their paths."""
     folder, name = os.path.split(target)
     pattern = temp_pattern(name)
     removed: list[str] = []
     try:
-        entries = list(os.scandir(folder))
+        entries = list(os.scandir(folder or "."))
     except OSError:
         return removed
     now = time.time()
     for entry in entries:
-        if not pattern.fullmatch(entry.name):
+        if not pattern.fullmatch(entry.name):  # an old package set aside (``.tmp.old``) is kept
             continue
         try:
-            if not entry.is_file(follow_symlinks=False) or now - entry.stat().st_mtime < STALE_AFTER_S:
+            kind_ok = entry.is_dir(follow_symlinks=False) if folders else entry.is_file(follow_symlinks=False)
+            if not kind_ok or now - entry.stat().st_mtime < STALE_AFTER_S:
                 continue
             if _locked_by_a_writer(entry.path):
                 continue
-            os.unlink(entry.path)
+            if folders:
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
             removed.append(entry.path)
         except OSError:
             continue

@@ -20,10 +20,9 @@ import os
 import secrets
 import shutil
 import stat
-import time
 from collections.abc import Iterator
 
-from proto.atomic import STALE_AFTER_S, WriteError, temp_pattern, write_bytes_atomic
+from proto.atomic import WriteError, remove_stale_temps, write_bytes_atomic
 
 try:
     import fcntl
@@ -195,40 +194,7 @@ def _create_folder(user: str, parent: str, name: str) -> tuple[str, int]:
 
 def remove_stale_folders(target: str) -> list[str]:
     """Remove the temporary folders that killed writes of ``target`` left; returns their paths."""
-    parent, name = os.path.split(target)
-    pattern = temp_pattern(name)
-    removed: list[str] = []
-    try:
-        entries = list(os.scandir(parent))
-    except OSError:
-        return removed
-    now = time.time()
-    for entry in entries:
-        if not pattern.fullmatch(entry.name):  # an old package set aside (``.tmp.old``) is kept
-            continue
-        try:
-            if not entry.is_dir(follow_symlinks=False) or now - entry.stat().st_mtime < STALE_AFTER_S:
-                continue
-            if _locked(entry.path):
-                continue
-            shutil.rmtree(entry.path)
-            removed.append(entry.path)
-        except OSError:
-            continue
-    return removed
-
-
-def _locked(path: str) -> bool:
-    if fcntl is None:
-        return False
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return remove_stale_temps(target, folders=True)
 
 
 def _fsync(folder: str) -> None:

@@ -56,12 +56,15 @@ class FillerPanel(QWidget):
         selection: Selection,
         parent: QWidget | None = None,
         assumed: Callable[[int], Mapping[str, Sequence[Shape]]] | None = None,
+        facts: Callable[[int], set[str]] | None = None,
     ) -> None:
         """``assumed(phase)``: data layer name -> the top shapes the canvas assumes for it in that
-        phase's net (its source is not here)."""
+        phase's net (its source is not here); ``facts(phase)``: those whose shapes are known facts
+        (the bundled MNIST before Train makes it), not said to be assumed."""
         super().__init__(parent)
         self.doc, self.push, self.selection = doc, push, selection
         self._assumed = assumed
+        self._facts = facts
         self._inputs: Mapping[str, Sequence[Shape]] = {}  # what the last build was asked to assume
         self.phase, self.seed, self.blob = caffe_pb2.TRAIN, 1, 0
         self.initial: Initial | None = None
@@ -404,6 +407,9 @@ class FillerPanel(QWidget):
         """Say which input shapes the shapes and draws rest on, when a data source is not here."""
         initial = self.initial
         used = initial.assumed if initial is not None and initial.error is None else {}
+        if used and self._facts is not None:
+            known = self._facts(initial.phase) if initial is not None else set()
+            used = {name: tops for name, tops in used.items() if name not in known}
         if not used:
             self.assumed_note.hide()
             return

@@ -266,10 +266,20 @@ class NetStartPanel(QWidget):
 
     def check_assumed(self) -> None:
         """The canvas was rebuilt: run again if the shapes it assumes changed (the data appeared)."""
-        if not self.isVisible():
+        if not self.on_screen():
             self._pending = True  # looked at when it is shown
         elif self._assumed is not None and self._assumed(self.phase) != self._inputs:
             self._schedule()
+
+    def on_screen(self) -> bool:
+        """Shown, and not a tab behind another: Qt keeps a tabified dock's panel "visible", moved out
+        of sight, so a probe there (GoogLeNet: seconds of CPU) would run for nobody."""
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
+    def shown(self) -> None:
+        """Its dock came to the front (its tab chosen): run what changed meanwhile."""
+        if self._pending:
+            self._timer.start()
 
     def _set_phase(self, i: int) -> None:
         self.phase = caffe_pb2.TRAIN if i == 0 else caffe_pb2.TEST
@@ -279,21 +289,23 @@ class NetStartPanel(QWidget):
         self.seed = seed
         self._schedule()
 
+    def tab_shown(self, visible: bool) -> None:
+        if visible:
+            self.shown()
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if self._pending:
-            self._schedule()
+        self.shown()
 
     def _schedule(self, *_args) -> None:
         self.jobs.cancel()  # a run still going answers for a net or a choice that is gone
-        self._pending = not self.isVisible()
-        if not self._pending:
-            self._timer.start()
+        self._pending = True
+        self._timer.start()  # _run looks whether the panel is on screen
 
     def _run(self) -> None:
-        if not self.isVisible():
-            self._pending = True
-            return
+        if not self.on_screen():
+            return  # still pending: run when shown
+        self._pending = False
         net = caffe_pb2.NetParameter()
         net.CopyFrom(self.doc.net)
         phase, seed = self.phase, self.seed

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import trust
+from app import train_checks, trust
 from app.training.console import Console
 from app.training.controller import TrainingController
 from app.training.export import write_csv
@@ -332,12 +332,16 @@ class TrainingDock(QDockWidget):
                     self._request_weights()
 
     def _on_failed(self, run: Run, message: str, traceback: str) -> None:
+        nets = run.job.nets()
+        cause = train_checks.explain_failure(message, nets[0]) if nets else None
+        because = f"<br>{html.escape(cause)}" if cause else ""
         self.error_text.setText(
-            f"<b>{run.name} stopped with an error</b> (the document is unchanged):<br>{html.escape(message)}"
+            f"<b>{run.name} stopped with an error</b> (the document is unchanged):<br>"
+            f"{html.escape(message)}{because}"
         )
         self.error.show()
         self.set_expanded(True)
-        self.console.append_lines([f"Error: {message}"], "#c62828")
+        self.console.append_lines([f"Error: {message}", *([cause] if cause else [])], "#c62828")
         if traceback:
             self.console.append_lines(traceback.rstrip().splitlines(), "#8a8a8a")
 

@@ -90,6 +90,8 @@ def read_run(path: str, number: int) -> Run:
     run.add_points(np.asarray(rows, np.float64))
     for iteration, seconds, net, scores in tests:
         run.add_test(iteration, seconds, net, scores)
+    if solver.max_iter:  # Caffe prints the loss once more at max_iter, after the last iteration
+        run.iter = min(run.iter, solver.max_iter)
     run.max_iter = solver.max_iter or run.iter
     run.log = [(0.0, line) for line in lines]
     run.status = RunStatus.FINISHED

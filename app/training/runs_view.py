@@ -70,6 +70,7 @@ class RunsView(QWidget):
         layout.addWidget(splitter)
         self._runs: list[Run] = []
         self._items: dict[int, QTreeWidgetItem] = {}
+        self._detailed: tuple | None = None  # what the details show: run number, status, error, snapshots
         self.tree.itemChanged.connect(self._on_item_changed)
         self.tree.currentItemChanged.connect(self._on_current)
         self._ticker = QTimer(self, interval=1000, timeout=self._refresh_active)
@@ -110,6 +111,9 @@ class RunsView(QWidget):
         item.setText(6, run.job.summary)
         color = STATUS_COLORS.get(run.status)
         item.setForeground(1, QBrush(QColor(color)) if color else QBrush())
+        shown = (run.number, run.status, run.error, len(run.snapshots))
+        if self.current() is run and shown != self._detailed:  # it failed or snapshotted since shown
+            self._show_details(run)
         if run.error:
             item.setToolTip(1, run.error)
 
@@ -133,19 +137,23 @@ class RunsView(QWidget):
         run = self.current()
         if run is None:
             return
+        self._show_details(run)
+        self.current_changed.emit(run)
+
+    def _show_details(self, run: Run) -> None:
+        self._detailed = (run.number, run.status, run.error, len(run.snapshots))
         index = self._runs.index(run)
         folder = run.job.output_dir or run.job.base_dir
         text = f"{run.name} · started {run.started:%H:%M:%S} · {run.job.summary}\nfolder: {folder}\n"
         if run.snapshots:
             text += "snapshots: " + ", ".join(run.snapshots) + "\n"
         if run.error:
-            text += f"error: {run.error}\n"
+            text += f"Error: {run.error}\n"  # as the console says it (a command line says "error:")
         if index > 0:
             diff = run.diff_from(self._runs[index - 1])
             text += f"\nChanges since {self._runs[index - 1].name}:\n" + (diff or "(same settings)") + "\n"
         text += "\n" + run.settings_text()
         self.details.setPlainText(text)
-        self.current_changed.emit(run)
 
     def _refresh_active(self) -> None:
         for run in self._runs:

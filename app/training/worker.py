@@ -20,8 +20,9 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from app.training.job import TrainingJob, provide_bundled_data
+from app.training.run_files import save_beside_snapshots
 from engine import backend, pymodules
-from engine.events import Event, Failed, Iteration
+from engine.events import Event, Failed, Iteration, Snapshotted
 from engine.solvers import Solver, create_solver
 from engine.trainer import Trainer, Work
 
@@ -128,8 +129,18 @@ class Worker:
                 time.sleep(YIELD_SLEEP_S)  # the GUI thread takes the GIL meanwhile
                 self._yielded = time.perf_counter() - self._t0
             return
+        if isinstance(event, Snapshotted) and self.job.output_dir:
+            self._save_net_beside(event.model)
         self._flush(now)
         self.bridge.event.emit(event, now)
+
+    def _save_net_beside(self, model: str) -> None:
+        """A runs folder's snapshot gets its net and solver beside it, so that opening it finds them."""
+        try:
+            for path in save_beside_snapshots(self.job.solver, os.path.dirname(model)):
+                self._log(f"Saved {os.path.basename(path)} beside the snapshots (opening them finds it)")
+        except OSError as e:
+            self._log(f"Could not save the net beside the snapshots: {e}")
 
     def _maybe_flush(self, now: float) -> None:
         if now - self._flushed >= FLUSH_S:

@@ -33,7 +33,7 @@ def bundled_mnist_for(
 
 
 IMAGE = (1, 28, 28)  # what convert_mnist_data writes: one grey channel, 28x28
-SOURCE_WORDS = "the bundled MNIST (60,000 1x28x28 digits), made into its LMDB when training starts"
+SOURCE_WORDS = "the bundled MNIST (1x28x28 grey digits), made into its LMDB when training starts"
 
 
 def bundled_tops(

@@ -21,7 +21,15 @@ from proto.inputs import read_regular_text
 INT_MAX = 2**31 - 1
 
 
+LIST_FORMAT = (
+    "a list file is a text file with one image per line, its path (under root_folder) and its "
+    "integer label: 'cats/001.jpg 0'; `main.py dataset FOLDER OUT` writes one from class folders"
+)
+
+
 def read_list(path: Path) -> list[tuple[str, int]]:
+    if Path(path).is_dir():
+        raise DataError(f"the image list {path} is a folder, not a list file: {LIST_FORMAT}")
     try:
         text = read_regular_text(path)
     except OSError as exc:

@@ -160,6 +160,8 @@ def open_database(source: str, backend: int, path: Path) -> LMDBSource:
         hint = " (it looks like an LMDB: set 'backend: LMDB')" if (path / "data.mdb").exists() else ""
         raise DataError(
             f"the LEVELDB backend is not supported, only LMDB (source {source}){hint}; "
-            "convert the database to LMDB (e.g. with Caffe's convert_imageset -backend lmdb)"
+            "copy its records into an LMDB, key by key (both hold the same Datum values: in Python, "
+            "plyvel reads the LevelDB and lmdb writes the LMDB), or make the LMDB afresh (Caffe's "
+            "create_*.sh scripts take BACKEND=lmdb)"
         )
     return LMDBSource(path)

@@ -17,7 +17,7 @@ import numpy as np
 
 from engine import rng
 from engine.blob import Blob
-from engine.data.image_list import ImageList, read_list
+from engine.data.image_list import LIST_FORMAT, ImageList, read_list
 from engine.data.transformer import DataTransformer
 from engine.layers import facts
 from engine.layers._base_data import BasePrefetchingDataLayer, BatchMaker, batch_rng, log
@@ -44,6 +44,8 @@ class ImageDataLayer(BasePrefetchingDataLayer):
             )
         if p.batch_size <= 0:
             raise self.error("Positive batch size required")
+        if not p.source:  # Path("") is the working directory: "cannot open the image list ." said nothing
+            raise self.error(f"image_data_param.source is empty: name the list of images ({LIST_FORMAT})")
         lines = read_list(self.data_paths.resolve(p.source))
         log.info("A total of %d images.", len(lines))
         skip = 0

@@ -18,7 +18,7 @@ from app.main_window import MainWindow
 from graph_view.wires import BlobLabel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "graph_view"))
-from real_nets import CIFAR_TRAIN_TEST, write_cifar, write_googlenet
+from real_nets import CIFAR_DEPLOY, CIFAR_TRAIN_TEST, write_cifar, write_googlenet
 
 LEFT, NO_MOD = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
 
@@ -144,7 +144,7 @@ def test_the_leveldb_warning_is_complete_in_the_problems_list(qtbot, window, tmp
     window.graph.sync()
     problems = window.graph.problems
     row = next(problems.item(i) for i in range(problems.count()) if "LEVELDB" in problems.item(i).text())
-    advice = "convert the database to LMDB (e.g. with Caffe's convert_imageset -backend lmdb)"
+    advice = "copy its records into an LMDB, key by key"  # not convert_imageset: that reads images
     assert advice in row.toolTip() and advice in row.text()
 
 
@@ -214,3 +214,23 @@ def test_shapes_read_from_the_data_are_kept_on_save_and_used_when_it_is_gone(qtb
     cifar = window.graph.scene.graph.shapes["cifar"]
     assert cifar.tops == [(100, 3, 32, 32), (100,)] and cifar.assumed.origin == "recorded"
     assert ("assumed", "shapes as last read (data absent)") in window.graph.scene.nodes["cifar"].lines
+
+
+def test_cifar_quick_never_takes_its_shapes_from_cifar10_full(qtbot, window, tmp_path):
+    """Issue 31 case 13: cifar10_full.prototxt (beside it, first by name) feeds its data to a conv1 too,
+    but it is another net (norm1, norm2): only a deploy net whose layers are all this net's counts."""
+    net = write_cifar(tmp_path / "caffe")  # with cifar10_quick.prototxt, its own deploy net
+    full = CIFAR_DEPLOY.replace("dim: 32 dim: 32", "dim: 24 dim: 24").replace("CIFAR10_quick_test", "full")
+    full += 'layer { name: "norm1" type: "LRN" bottom: "pool1" top: "norm1" }\n'
+    (net.parent / "cifar10_full.prototxt").write_text(full)
+    _open(qtbot, window, net)
+    shapes = window.graph.scene.graph.shapes["cifar"]
+    assert shapes.tops[0] == (100, 3, 32, 32) and shapes.assumed is not None
+    assert shapes.assumed.reason.startswith("cifar10_quick.prototxt")
+    assert "cifar10_full" not in window.graph.scene.nodes["cifar"].toolTip()
+
+    (net.parent / "cifar10_quick.prototxt").unlink()
+    window.doc.load_net(window.doc.net, window.doc.net_path)  # reopened: the shapes are looked for again
+    window.graph.sync()
+    assert "cifar10_full" not in window.graph.scene.nodes["cifar"].toolTip()
+    assert window.graph.scene.graph.shapes["cifar"].tops[0] != (100, 3, 24, 24)

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMenu
 
+from app.export_dialog import AS_WRITTEN
 from app.files import EXAMPLES
 from app.main_window import MainWindow
 
@@ -54,6 +55,7 @@ def test_export_pytorch_module_from_the_file_menu_writes_a_module_that_runs(qtbo
     dialog = window.export_actions.dialog
     qtbot.waitExposed(dialog)
     assert dialog.output.text() == str(tmp_path / "mlp.py")
+    dialog.net_choice.setCurrentIndex(AS_WRITTEN)  # its DummyData draws the inputs (a deploy net takes them)
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "wrote" in dialog.status.text())
     assert (tmp_path / "mlp.pt").exists()
@@ -138,5 +140,6 @@ def test_export_onnx_from_the_file_menu(qtbot, window, tmp_path):
     dialog = window.export_actions.dialog
     assert dialog.output.text() == str(tmp_path / "mlp.onnx")
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: (tmp_path / "mlp.onnx").exists() and dialog.status.text() != "")
+    qtbot.waitUntil(lambda: not dialog.is_busy(), timeout=60000)
+    assert (tmp_path / "mlp.onnx").exists()
     assert "Not exported" not in dialog.status.text()

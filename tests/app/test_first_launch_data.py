@@ -57,6 +57,16 @@ def test_the_first_screen_shows_every_lenet_shape_without_a_warning(qtbot, fresh
     labels = [i for i in w.graph.scene.items() if isinstance(i, BlobLabel)]
     assert labels and not any(label.assumed for label in labels)  # facts, not guesses
     assert "the bundled MNIST" in w.graph.scene.nodes[data].toolTip()
+    totals = w.workbench.totals  # the status bar measures it too, and calls nothing assumed
+    qtbot.waitUntil(lambda: totals.totals is not None and totals.totals.params == 431080, timeout=30000)
+    assert "assumed" not in totals.text() and "Data not read" not in totals.toolTip()
+
+    fillers = w.filler_dock.widget()  # the Initialisation tab draws conv1's weights, nothing "assumed"
+    w.filler_dock.raise_()
+    w.selection.select(w.doc.index_of("conv1"))
+    qtbot.waitUntil(lambda: fillers.initial is not None and 2 in fillers.initial.blobs, timeout=30000)
+    assert fillers.initial.error is None and fillers.initial.shapes(2) == [(20, 1, 5, 5), (20,)]
+    assert fillers.assumed_note.isHidden()
 
     panel = w.net_start_dock.widget()  # "How the net starts" runs on the same shapes
     with qtbot.waitSignal(panel.finished, timeout=30000):

@@ -96,3 +96,21 @@ def test_zoomed_out_the_layer_names_keep_apart(window):
         spacing = step * size / (high - low)  # pixels between two names drawn
         assert spacing >= room, (low, high, spacing, room)
         assert all(low <= t <= high for t in ticks)
+
+
+def test_it_runs_only_when_its_tab_is_in_front(qtbot, tmp_path, monkeypatch):
+    """Qt keeps a tabified dock's panel "visible", moved out of sight: a probe there (GoogLeNet
+    without its data runs seconds of synthetic batches) would run for nobody."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "train_val.prototxt"
+    path.write_text(NET)
+    w = open_window(qtbot, path)
+    panel = w.net_start_dock.widget()
+    w.editor_dock.raise_()  # the Prototxt tab in front, as at every start
+    panel._schedule()
+    qtbot.waitUntil(lambda: not panel._timer.isActive())  # its moment to run came and went
+    assert panel.results is None and not panel.jobs.busy and panel._pending
+    with qtbot.waitSignal(panel.finished, timeout=30000):
+        w.net_start_dock.raise_()  # its tab chosen: it runs now
+    assert panel.results is not None
+    w.training.shutdown()

@@ -134,10 +134,13 @@ def export_package(
     weights: str | None = None,
     param: caffe_pb2.SolverParameter | None = None,
     force: bool = False,
+    source: str = "",
 ) -> list[str]:
     """Write the package as ``out_dir`` (a new or empty folder, or with ``force`` one holding an earlier
     package: proto.atomic_folder); returns the files written. ``param``, when given, is the solver
-    itself (its net inlined, as the app's training copy has it)."""
+    itself (its net inlined, as the app's training copy has it); ``source`` names where it came from
+    in the README and model.py (default: the solver file's name)."""
+    source = source or os.path.basename(solver_path) or "an unsaved solver"
     needs("torch")
     folder_state(out_dir, MARKER, force)  # refused before the nets are built
 
@@ -167,7 +170,7 @@ def export_package(
                 else f"TestNet{index - 1}"
             )
             nets.append((describe(net, cls), _data_layers(net)))
-        text = model_source(name, solver_path, nets)
+        text = model_source(name, source, nets)
         compile(text, "model.py", "exec")
         settings = caffe_pb2.SolverParameter()
         settings.CopyFrom(solver.param)  # its type upgraded from the deprecated solver_type enum
@@ -175,7 +178,7 @@ def export_package(
             settings.ClearField(field)
         del settings.test_net[:]
         del settings.test_net_param[:]
-        solver_text = f"# {doc_text(name)}'s solver, from {doc_text(os.path.basename(solver_path))}; "
+        solver_text = f"# {doc_text(name)}'s solver, from {doc_text(source)}; "
         solver_text += "the nets are in model.py.\n" + text_format.MessageToString(settings)
         with atomic_folder(out_dir, MARKER, MARKER_HEADING, force) as folder:
             for file in FILES:
@@ -184,7 +187,7 @@ def export_package(
             save_state(state_dict(solver.net, nets[0][0]), folder.path_of("weights.pt"))
             folder.write_text("model.py", text)
             folder.write_text("solver.prototxt", solver_text)
-            folder.write_text("README.txt", README.format(name=name, solver=os.path.basename(solver_path)))
+            folder.write_text("README.txt", README.format(name=name, solver=source))
             names = list(folder.names)
         return [os.path.join(out_dir, file) for file in names]
     finally:
