@@ -32,7 +32,7 @@ def add_initialisation_docks(
     assumed = (lambda phase: assumptions(graph, phase)) if graph is not None else None
     known = (lambda phase: facts(graph, phase)) if graph is not None else None
     fillers = FillerPanel(doc, push, selection, window, assumed, known)
-    start = NetStartPanel(doc, window, assumed)
+    start = NetStartPanel(doc, window, assumed, known)
     if graph is not None:
         graph.scene.rebuilt.connect(fillers.check_assumed)  # a shape typed for the data, say
         graph.scene.rebuilt.connect(start.check_assumed)
