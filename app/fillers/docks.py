@@ -32,7 +32,8 @@ def net_start_panel(window: Any) -> NetStartPanel:
     """Its dock calls ``tab_shown`` when its tab is chosen (app/panels.dock_all)."""
     graph = _graph(window)
     assumed = (lambda phase: assumptions(graph, phase)) if graph is not None else None
-    panel = NetStartPanel(window.doc, window, assumed)
+    known = (lambda phase: facts(graph, phase)) if graph is not None else None
+    panel = NetStartPanel(window.doc, window, assumed, known)
     if graph is not None:
         graph.scene.rebuilt.connect(panel.check_assumed)
     return panel

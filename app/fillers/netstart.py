@@ -74,9 +74,11 @@ def probe(
     label: str = "",
     module_dirs: Sequence[str] = (),
     assumed: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
+    facts: frozenset[str] = frozenset(),
 ) -> Probe:
     """``module_dirs``: where the Python layers' modules are imported from first (the net's folder).
-    ``assumed``: data layer name -> top shapes, for the data layers whose source is not here."""
+    ``assumed``: data layer name -> top shapes, for the data layers whose source is not here;
+    ``facts``: those of them that read the bundled MNIST (made when training starts)."""
     result = Probe(label or "the net's own fillers")
     filler = CHOICES.get(result.label)
     built, used, stand_ins, _same = with_assumed_inputs(param, phase, assumed or {})
@@ -97,11 +99,11 @@ def probe(
     except Exception as e:
         result.error = str(e) or type(e).__name__
     if used and result.error is None:
-        names = ", ".join(used)
-        result.source = (
-            f"synthetic data of the shapes the canvas uses ({names}: its data is not on this machine); "
-            + result.source
-        )
+        bundled = [name for name in used if name in facts]
+        absent = [name for name in used if name not in facts]
+        why = [f"{', '.join(absent)}: its data is not on this machine"] if absent else []
+        why += [f"{', '.join(bundled)}: the bundled MNIST, made when training starts"] if bundled else []
+        result.source = f"synthetic data of the shapes the canvas uses ({'; '.join(why)}); " + result.source
     return result
 
 

@@ -99,6 +99,7 @@ class NetStartPanel(QWidget):
         doc: Document,
         parent: QWidget | None = None,
         assumed: Callable[[int], Mapping[str, Sequence[tuple[int, ...]]]] | None = None,
+        facts: Callable[[int], set[str]] | None = None,
     ) -> None:
         """``assumed(phase)``: data layer name -> the top shapes the canvas assumes for it (its
         source is not here); those layers get synthetic batches of that shape."""
@@ -106,6 +107,7 @@ class NetStartPanel(QWidget):
         self.setObjectName("netStartPanel")
         self.doc = doc
         self._assumed = assumed
+        self._facts = facts  # the bundled MNIST's layers among them: said so, not "not here"
         self._inputs: Mapping[str, Sequence[tuple[int, ...]]] = {}
         self.phase, self.seed = caffe_pb2.TRAIN, 1
         self.results: tuple[Probe, Probe] | None = None
@@ -315,7 +317,10 @@ class NetStartPanel(QWidget):
         if guard is not None:
             guard.ensure(ask_again=False)  # untrusted: its Python layers say "not run" meanwhile
         inputs = self._inputs = dict(self._assumed(phase)) if self._assumed is not None else {}
-        self.jobs.submit(lambda: tuple(probe(net, phase, seed, label, where, inputs) for label in labels))
+        known = frozenset(self._facts(phase)) if self._facts is not None and inputs else frozenset()
+        self.jobs.submit(
+            lambda: tuple(probe(net, phase, seed, label, where, inputs, known) for label in labels)
+        )
 
     # ---- drawing ------------------------------------------------------------------------------
     def _show(self, results: tuple[Probe, Probe]) -> None:

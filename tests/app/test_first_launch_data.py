@@ -73,7 +73,7 @@ def test_the_first_screen_shows_every_lenet_shape_without_a_warning(qtbot, fresh
         w.net_start_dock.raise_()
     assert panel.results is not None and all(r.error is None for r in panel.results)
     assert "could not run" not in panel.summary.text()
-    assert "synthetic data" in panel.source.text() and "mnist" in panel.source.text()
+    assert "synthetic data" in panel.source.text() and "mnist: the bundled MNIST" in panel.source.text()
     w.training.shutdown()
 
 
