@@ -5,7 +5,8 @@ Then the traps the product can see, which Train asks about ("Train anyway"): a w
 never breaks symmetry (the Initialisation tab's own rule, app/fillers/traps.py), and TRAIN and TEST
 data layers that give different shapes (Caffe then stops with "Cannot share param weights ...;
 shape mismatch", which ``explain_failure`` traces to the TEST net's data layer) or read different
-data sets (the test accuracy then says nothing of training).
+data sets (the test accuracy then says nothing of training); and a loss that cannot learn (no weight
+that learns reaches it, a softmax over one class, a base_lr of 0).
 """
 
 from __future__ import annotations
@@ -179,10 +180,64 @@ def explain_failure(message: str, net: caffe_pb2.NetParameter, hints: Hints | No
     )
 
 
+def loss_traps(net: caffe_pb2.NetParameter, solver: caffe_pb2.SolverParameter | None = None) -> list[str]:
+    """A loss that cannot learn: nothing that learns reaches it (no weights upstream, or every one
+    frozen by lr_mult 0), a SoftmaxWithLoss over a single class (always probability 1, loss 0, no
+    gradient), or a solver whose base_lr is 0."""
+    layers = list(train_net(net).layer)
+    losses = [k for k, layer in enumerate(layers) if _is_loss(layer)]
+    found = []
+    if losses and not any(_learns_upstream(layers, k) for k in losses):
+        names = ", ".join(layers[k].name for k in losses)
+        found.append(
+            f"No weight that learns reaches the loss ({names}): the layers before it have no weights, or "
+            "every one has lr_mult 0, so training changes nothing. Give a layer before it weights, or an "
+            "lr_mult above 0."
+        )
+    producers = {top: layer for layer in layers for top in layer.top}
+    for k in losses:
+        layer = layers[k]
+        if layer.type != "SoftmaxWithLoss" or not layer.bottom:
+            continue
+        source = producers.get(layer.bottom[0])
+        outputs = _num_output(source) if source is not None else None
+        if outputs == 1:
+            found.append(
+                f"{layer.name} is a softmax over one class ({source.name} has num_output: 1): its "
+                "probability is always 1, the loss 0 and the gradient 0. Set num_output to the number of "
+                "classes."
+            )
+    if solver is not None and solver.HasField("base_lr") and solver.base_lr == 0:
+        found.append("The solver's base_lr is 0: every update is zero. Caffe's nets start around 0.01.")
+    return found
+
+
+def _num_output(layer: caffe_pb2.LayerParameter) -> int | None:
+    for field in ("inner_product_param", "convolution_param"):
+        if layer.HasField(field):
+            return getattr(layer, field).num_output
+    return None
+
+
+def _learns_upstream(layers: Sequence[caffe_pb2.LayerParameter], k: int) -> bool:
+    """Whether a layer with weights that learn (lr_mult > 0, Caffe's default 1) feeds layer ``k``."""
+    wanted = set(layers[k].bottom)
+    for layer in reversed(layers[:k]):
+        if not wanted.intersection(layer.top):
+            continue
+        if any(slot.role == "weights" for slot in slots(layer)):
+            mults = [p.lr_mult if p.HasField("lr_mult") else 1.0 for p in layer.param]
+            if not mults or mults[0] != 0:  # the first blob is the weights
+                return True
+        wanted.update(layer.bottom)
+    return False
+
+
 def traps_before_training(doc, hints: Hints | None = None) -> list[str]:
     """What Train asks about for ``doc`` (an app Document): the symmetry traps (not when the run
-    starts from trained weights, which replace the fillers' values) and the TRAIN/TEST data."""
+    starts from trained weights, which replace the fillers' values), a loss that cannot learn and
+    the TRAIN/TEST data."""
     found = []
     if not (getattr(doc, "weights_path", None) or doc.solver.weights):
         found += symmetry_traps(doc.net)
-    return found + data_mismatch(doc.net, hints)
+    return found + loss_traps(doc.net, doc.solver) + data_mismatch(doc.net, hints)

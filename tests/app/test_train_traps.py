@@ -169,3 +169,45 @@ def test_an_image_data_source_that_is_a_folder_says_what_a_list_file_is(qtbot, w
     said = next(t for t in texts if "photos" in t)
     assert "is a folder, not a list file" in said and "one image per line" in said
     assert "'cats/001.jpg 0'" in said
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (
+            ("ip2", "inner_product_param.num_output", 1),
+            "loss is a softmax over one class (ip2 has num_output: 1)",
+        ),
+        (None, "The solver's base_lr is 0"),
+    ],
+)
+def test_a_loss_that_cannot_learn_asks_before_training(qtbot, window, tmp_path, edit, said):
+    """#31 case 3, the last trap: a softmax over one class (probability 1, loss 0, no gradient); base_lr 0."""
+    solver = write_pair(tmp_path, (1, 6, 6), (1, 6, 6))
+    if edit is None:
+        solver.write_text(SOLVER.replace("base_lr: 0.01", "base_lr: 0"))
+    assert window.open_file(solver)
+    if edit is not None:
+        name, path, value = edit
+        window.push(SetLayerField(window.doc.index_of(name), path, value))
+    asked = []
+    window.ask_train_anyway = lambda traps: asked.append(traps) or False
+    assert window.training.train() is None  # Cancel: no run
+    (traps,) = asked
+    assert any(said in trap for trap in traps), traps
+
+
+def test_frozen_weights_before_the_loss_are_a_trap_and_one_learning_layer_is_enough():
+    from app.train_checks import loss_traps
+    from proto.textio import parse_net
+
+    net = parse_net(two_phase_net("a", "b"))
+    assert loss_traps(net) == []
+    for layer in net.layer:
+        if layer.type in ("Convolution", "InnerProduct"):
+            layer.param.add(lr_mult=0)
+            layer.param.add(lr_mult=0)
+    (trap,) = loss_traps(net)
+    assert trap.startswith("No weight that learns reaches the loss (loss)")
+    net.layer[2].param[0].lr_mult = 1  # conv1 learns again: its gradient passes the frozen layers
+    assert loss_traps(net) == []
