@@ -9,12 +9,18 @@ take it there, which depends on the format: libjpeg hands over the luma plane, l
 14-bit BGR2Gray. Compared with opencv-python-headless 5.1's ``imread`` on PNG (RGB, RGBA, gray,
 palette, 16-bit), BMP, PPM, TIFF and JPEG (libjpeg-turbo on both sides) in both modes, and
 ``resize`` over 2,000 random sizes: no pixel differs.
+
+An image whose header claims more than ``MAX_PIXELS`` is refused from its header, before anything
+is decoded: a small PNG of zeros can claim 100,000 x 100,000 (a decompression bomb).
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import os
+import re
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,16 +42,58 @@ _NATIVE = {  # OpenCV's IMREAD_ANYCOLOR: one channel stays one, several become B
     "LA": "RGB",
 }
 
+# Pillow logs some damaged files' faults (a TIFF's samples per pixel) as well as raising: with no
+# handler of its own, Python would print them on stderr beside our one line.
+logging.getLogger("PIL").addHandler(logging.NullHandler())
+
+MAX_PIXELS = 8192 * 8192  # 64 megapixels: 192 MB as BGR bytes, far past any image a net reads
+_BOMB = "for one image: refused before decoding it (a decompression bomb?)"
+
 
 def decode_image(data: bytes, mode: str | None = None, name: str = "<image>") -> np.ndarray:
-    """An encoded image (PNG, JPEG, ...) as a (C, H, W) uint8 array."""
+    """An encoded image (PNG, JPEG, ...) as a (C, H, W) uint8 array; any way the bytes fail to
+    decode is a DataError naming ``name``."""
     from PIL import Image, UnidentifiedImageError  # only a net reading images loads PIL
 
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            return _to_array(image, mode, name)
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise DataError(f"{name}: cannot decode the image: {exc}") from exc
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow's warnings on damaged files: the error says it
+            with Image.open(io.BytesIO(data)) as image:
+                _check_size(image.size, name)
+                return _to_array(image, mode, name)
+    except DataError:
+        raise
+    except UnidentifiedImageError:
+        what = (
+            "an empty file"
+            if not data
+            else "not an image in a format we read (PNG, JPEG, BMP, PPM, TIFF, GIF...)"
+        )
+        raise DataError(f"{name}: cannot decode the image: {what}") from None
+    except Image.DecompressionBombError as exc:  # Pillow's own, stricter check on opening
+        numbers = [f"{int(n):,}" for n in re.findall(r"(\d+) pixels", str(exc))]
+        said = (
+            f"it claims {numbers[0]} pixels, past Pillow's limit of {numbers[1]}"
+            if len(numbers) == 2
+            else exc
+        )
+        raise DataError(f"{name}: cannot decode the image: {said} {_BOMB}") from None
+    except MemoryError:
+        raise DataError(f"{name}: cannot decode the image: not enough memory") from None
+    except Exception as exc:  # damaged bytes reach Pillow's parsers in many ways
+        reason = str(exc) or type(exc).__name__  # (SyntaxError "broken PNG file", struct.error, ...)
+        raise DataError(f"{name}: cannot decode the image: {reason}") from exc
+
+
+def _check_size(size: tuple[int, int], name: str) -> None:
+    width, height = size
+    if width * height > MAX_PIXELS:
+        raise DataError(
+            f"{name}: cannot decode the image: it claims {width:,} x {height:,} pixels, past the limit of "
+            f"{MAX_PIXELS:,} (8192 x 8192) {_BOMB}"
+        )
+    if width < 1 or height < 1:
+        raise DataError(f"{name}: cannot decode the image: it claims {width} x {height} pixels (empty)")
 
 
 def read_image(path: str | os.PathLike[str], mode: str | None = "color") -> np.ndarray:
@@ -54,6 +102,8 @@ def read_image(path: str | os.PathLike[str], mode: str | None = "color") -> np.n
         data = read_regular_bytes(path)
     except OSError as exc:
         raise DataError(f"Could not load {os.fspath(path)}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # a NUL byte in the name
+        raise DataError(f"Could not load {os.fspath(path)!r}: {exc}") from exc
     return decode_image(data, mode, os.fspath(path))
 
 
