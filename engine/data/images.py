@@ -1,14 +1,17 @@
 """Images as Caffe sees them through OpenCV: uint8, channels first, colour in BGR order.
 
-``mode`` chooses the decoding as Caffe's flags do: None is OpenCV's IMREAD_ANYCOLOR, what Caffe's
-DecodeDatumToCVMatNative asks for (a gray image stays 1 channel; any other, with or without alpha
-or a palette, becomes 3 BGR channels, the alpha dropped), "color" gives 3 channels (IMREAD_COLOR)
-and "gray" one (IMREAD_GRAYSCALE). Pillow decodes. Colour reaches gray as OpenCV's own decoders
-take it there, which depends on the format: libjpeg hands over the luma plane, libpng's
-``rgb_to_gray`` truncates 0.299/0.587 weights in 1/32768ths, everything else goes through OpenCV's
-14-bit BGR2Gray. Compared with opencv-python-headless 5.1's ``imread`` on PNG (RGB, RGBA, gray,
-palette, 16-bit), BMP, PPM, TIFF and JPEG (libjpeg-turbo on both sides) in both modes, and
-``resize`` over 2,000 random sizes: no pixel differs.
+``mode`` chooses the decoding as Caffe's flags do: None is ``imdecode(..., -1)``, OpenCV's
+IMREAD_UNCHANGED, what Caffe's DecodeDatumToCVMatNative asks for when a Data layer reads an encoded
+Datum without force_color/force_gray (a gray image stays 1 channel, colour is 3 BGR channels, and
+an image with alpha, a PNG's transparency chunk included, keeps it: 4 channels, BGRA; a 16-bit
+image stays 16-bit there, which Caffe's DataTransformer refuses, so it is a DataError here),
+"color" gives 3 channels (IMREAD_COLOR) and "gray" one (IMREAD_GRAYSCALE). Pillow decodes.
+Colour reaches gray as OpenCV's own decoders take it there, which depends on the format: libjpeg
+hands over the luma plane, libpng's ``rgb_to_gray`` truncates 0.299/0.587 weights in 1/32768ths,
+everything else goes through OpenCV's 14-bit BGR2Gray. Compared with opencv-python-headless 5.1's
+``imread`` on PNG (RGB, RGBA, gray, palette, 16-bit), BMP, PPM, TIFF and JPEG (libjpeg-turbo on
+both sides) in the "color" and "gray" modes, and ``resize`` over 2,000 random sizes: no pixel
+differs. (The unchanged mode's channel counts follow OpenCV's PNG decoder's rules.)
 
 An image whose header claims more than ``MAX_PIXELS`` is refused from its header, before anything
 is decoded: a small PNG of zeros can claim 100,000 x 100,000 (a decompression bomb).
@@ -31,7 +34,7 @@ from proto.inputs import read_regular_bytes
 if TYPE_CHECKING:
     from PIL import Image
 
-_NATIVE = {  # OpenCV's IMREAD_ANYCOLOR: one channel stays one, several become BGR
+_NATIVE = {  # one channel stays one, several become BGR (the family "gray"/"color" convert from)
     "L": "L",
     "1": "L",
     "RGB": "RGB",
@@ -110,12 +113,18 @@ def read_image(path: str | os.PathLike[str], mode: str | None = "color") -> np.n
 def _to_array(image: Image.Image, mode: str | None, name: str) -> np.ndarray:
     from PIL import Image
 
+    if mode is None and (image.mode.startswith("I;16") or image.mode in ("I", "F")):
+        bits = "16" if image.mode.startswith("I;16") else "32"
+        raise DataError(
+            f"{name}: a {bits}-bit image: Caffe decodes an encoded Datum unchanged and its "
+            "DataTransformer takes 8-bit images only"
+        )
     if image.mode.startswith("I;16"):  # 16-bit gray: OpenCV without IMREAD_ANYDEPTH keeps the high byte
         high = (np.asarray(image).astype(np.uint16) >> 8).astype(np.uint8)
         image = Image.fromarray(high, "L")
     if image.mode not in _NATIVE:  # 16-bit and float images: Caffe reads 8-bit pixels only
         raise DataError(f"{name}: images of mode {image.mode} are not supported (8-bit gray or colour only)")
-    target = {"gray": "L", "color": "RGB"}.get(mode or "", _NATIVE[image.mode])
+    target = {"gray": "L", "color": "RGB"}.get(mode or "", _unchanged(image))
     if target == "L" and _NATIVE[image.mode] == "RGB":
         return _gray_from_colour(image)[None]
     pixels = np.asarray(image.convert(target), dtype=np.uint8)
@@ -123,6 +132,14 @@ def _to_array(image: Image.Image, mode: str | None, name: str) -> np.ndarray:
         return pixels[None].copy()
     rgb_to_bgr = [2, 1, 0, 3][: pixels.shape[2]]
     return np.ascontiguousarray(pixels.transpose(2, 0, 1)[rgb_to_bgr])
+
+
+def _unchanged(image: Image.Image) -> str:
+    """The Pillow mode of OpenCV's IMREAD_UNCHANGED: libpng's gray+alpha, RGBA, and RGB or palette
+    with a transparency chunk come as 4 channels; any other colour as 3, gray as 1."""
+    if image.mode in ("RGBA", "LA", "PA") or (image.mode in ("RGB", "P") and "transparency" in image.info):
+        return "RGBA"
+    return _NATIVE[image.mode]
 
 
 def _gray_from_colour(image: Image.Image) -> np.ndarray:
