@@ -120,3 +120,20 @@ def _first_image_size(classes: ClassFolders) -> tuple[int, int]:
             except (OSError, ValueError, Image.DecompressionBombError):
                 continue
     raise DataError(f"{classes.root}: none of the images opens")
+
+
+def replace_problem(out: Path, source: Path, hint: str = ": choose another name.") -> str:
+    """Why the existing ``out`` may not be replaced ("" when it may: an empty folder, or one that
+    holds a data set made here, its dataset.json, and does not hold the images)."""
+    if out.is_symlink() or not out.is_dir():
+        return f"{out} already exists and is not a folder{hint}"
+    try:
+        entries = [p.name for p in out.iterdir()]
+        inside = source.resolve().is_relative_to(out.resolve())
+    except OSError as exc:
+        return f"cannot read {out}: {exc.strerror or exc}"
+    if inside:
+        return f"{out} holds the images{hint}"
+    if entries and "dataset.json" not in entries:
+        return f"{out} already exists and is not a data set{hint}"
+    return ""
