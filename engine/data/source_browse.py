@@ -98,7 +98,7 @@ def browse_hdf5(path: Path, tops: list[str], data_paths: DataPaths = DEFAULT) ->
     def read(indices: list[int]) -> list[tuple[np.ndarray, int]]:
         return [(_as_image(files.read(i, 1)[0][0]), int(labels[i])) for i in indices]
 
-    return Browsed("HDF5", path, labels, _as_image(np.zeros(files.row_shapes[0])).shape, note, read)
+    return Browsed("HDF5", path, labels, _image_shape(files.row_shapes[0]), note, read)
 
 
 def _column(files, path: Path, name: str) -> np.ndarray:
@@ -106,15 +106,18 @@ def _column(files, path: Path, name: str) -> np.ndarray:
         return np.asarray(files._dataset(f, path, name)[()]).reshape(-1)
 
 
+def _image_shape(row: tuple[int, ...]) -> tuple[int, ...]:
+    """A row's shape as (C, H, W): (H, W) -> one channel, (D,) -> a 1 x D strip, more axes folded
+    into C (from the shape alone: a dataset may declare far more than it holds)."""
+    if len(row) <= 1:
+        return (1, 1, row[0] if row else 1)
+    if len(row) == 2:
+        return (1, *row)
+    return (int(np.prod(row[:-2])), *row[-2:])
+
+
 def _as_image(row: np.ndarray) -> np.ndarray:
-    """A row as (C, H, W): (H, W) -> one channel, (D,) -> a 1 x D strip, more axes folded into C."""
-    if row.ndim == 0:
-        return row.reshape(1, 1, 1)
-    if row.ndim == 1:
-        return row.reshape(1, 1, -1)
-    if row.ndim == 2:
-        return row[None]
-    return row.reshape(-1, *row.shape[-2:])
+    return row.reshape(_image_shape(row.shape))
 
 
 def browse_layer(
