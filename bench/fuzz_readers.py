@@ -74,6 +74,7 @@ class Verdict:
     case: Case
     code: int | None
     problem: str  # "" when the run behaved
+    last_line: str = ""  # stderr's last line
 
 
 # --- inputs --------------------------------------------------------------------------------------
@@ -229,6 +230,42 @@ def image_cases(root: Path, files: dict[str, Path], rng: random.Random) -> Itera
         yield Case("dataset", name, ["dataset", "--quiet", "--val", "34", str(classes), str(out)], [out])
         argv = ["evaluate", *model, "--data", str(classes), "--resize", "6,6"]
         yield Case("evaluate", name, argv)
+
+
+def classify_input_cases(root: Path, files: dict[str, Path], rng: random.Random) -> Iterator[Case]:
+    """What classify's IMAGE|FOLDER|LIST arguments may name besides an image."""
+    model = ["--model", str(files["deploy"]), "--weights", str(files["weights"])]
+    (root / "empty_folder").mkdir()
+    (root / "loop_folder").mkdir()
+    (root / "loop_folder" / "back").symlink_to("..")
+    (root / "loop_folder" / "x.png").write_bytes(files["good"].read_bytes())
+    (root / "not_images").mkdir()
+    (root / "not_images" / "a.txt").write_text("x")
+    os.mkfifo(root / "list_fifo.txt")
+    (root / "binary.lst").write_bytes(bytes(range(256)))
+    (root / "missing.lst").write_text("nowhere.png 0\n")
+    (root / "empty.lst").write_text("# nothing\n")
+    (root / "latin1.lst").write_bytes(b"ch\xe8vre.png 0\n")
+    names = [
+        "empty_folder",
+        "loop_folder",
+        "not_images",
+        "list_fifo.txt",
+        "binary.lst",
+        "missing.lst",
+        "empty.lst",
+        "latin1.lst",
+    ]
+    for name in names:
+        yield Case("classify", f"argument: {name}", ["classify", *model, "--center-only", str(root / name)])
+    yield Case("classify", "argument: /dev/zero", ["classify", *model, "/dev/zero"])
+    out = root / "p.npy"
+    yield Case(
+        "classify",
+        "--out over the weights",
+        ["classify", *model, "--out", str(files["weights"]), str(files["good"])],
+    )
+    yield Case("classify", "--out fine", ["classify", *model, "--out", str(out), str(files["good"])], [out])
 
 
 def list_cases(root: Path, files: dict[str, Path], rng: random.Random) -> Iterator[Case]:
@@ -591,6 +628,7 @@ def compare_cases(root: Path, files: dict[str, Path], rng: random.Random) -> Ite
 
 KINDS: dict[str, Callable[[Path, dict[str, Path], random.Random], Iterator[Case]]] = {
     "images": image_cases,
+    "arguments": classify_input_cases,
     "lists": list_cases,
     "folders": folder_cases,
     "labels": labels_cases,
@@ -663,7 +701,7 @@ def run(case: Case) -> Verdict:
             made = [p for p, existed in before.items() if not existed and (p.exists() or p.is_symlink())]
             if made:
                 problem = f"failed (exit {code}) but wrote {made[0]}"
-    return Verdict(case, code, problem)
+    return Verdict(case, code, problem, lines[-1] if lines else "")
 
 
 def _digest(path: Path) -> bytes | None:
