@@ -259,6 +259,9 @@ def classify_input_cases(root: Path, files: dict[str, Path], rng: random.Random)
     for name in names:
         yield Case("classify", f"argument: {name}", ["classify", *model, "--center-only", str(root / name)])
     yield Case("classify", "argument: /dev/zero", ["classify", *model, "/dev/zero"])
+    for name in [*names, "/dev/zero"]:
+        data = name if name.startswith("/") else str(root / name)
+        yield Case("evaluate", f"--data {name}", ["evaluate", *model, "--data", data, "--resize", "6,6"])
     out = root / "p.npy"
     yield Case(
         "classify",
