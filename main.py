@@ -246,7 +246,17 @@ def _open_app(argv: list[str]) -> int:
     return run(args.path, args.weights or None)
 
 
+def _names_printable() -> None:
+    """A file name that is not UTF-8 (its bytes kept as surrogates) prints as ``\\xff`` on stdout
+    too, as Python already does on stderr, instead of a UnicodeEncodeError after the work is done."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _names_printable()
     argv = _command_first(list(sys.argv[1:] if argv is None else argv))
     if argv and not argv[0].startswith("-") and argv[0] not in _command_names():
         return _open_app(argv)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from app.about import AboutDialog
 from app.assumed_shape import AssumedShapeBox, train_assumptions, train_facts
 from app.autosave import INTERVAL_MS, Autosave
+from app.dataset.layer_data import LayerDataButton
 from app.examples import examples, open_example
 from app.export_picture import ask_picture_path, export_picture
 from app.find_bar import FindBar
@@ -81,6 +82,8 @@ class Workbench(QObject):
         self.solver_panel: SolverPanel = self.solver_dock.widget()
         self.assumed_shape = AssumedShapeBox(w.graph, w.selection, self.inspector)  # data not here
         self.inspector.add_below_forms(self.assumed_shape)
+        self.layer_data = LayerDataButton(w, self.inspector)  # "View Data…" for a data layer's source
+        self.inspector.add_below_forms(self.layer_data)
         w.graph.scene.selectionChanged.connect(self._show_generated)  # after the canvas's own handler
         bar = w.statusBar()  # a message cut by the totals beside it is whole on hover
         bar.messageChanged.connect(lambda message: bar.setToolTip(message))

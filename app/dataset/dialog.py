@@ -1,7 +1,10 @@
 """File > New Dataset from Images…: DIGITS's choices in a dialog, the folder's class counts before
 anything is written, then a progress bar with the time left and Cancel (the work runs off the GUI
 thread; a cancelled or failed run leaves nothing). When it is done, Use with This Net points the
-open net at the new data set (one undo step). ``ask_folder`` is a method so tests can answer it.
+open net at the new data set (one undo step). An output folder that already holds a data set (or
+is empty) is replaced only after a question, and only once the new one is complete (the command
+line's --force); any other existing folder is refused. ``ask_folder`` is a method so tests can
+answer it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -30,7 +34,7 @@ from PySide6.QtWidgets import (
 from app.dataset.view import DatasetView
 from app.dataset.worker import DatasetWorker
 from engine.data.class_folders import SPLITS, ClassFolders, scan
-from engine.data.dataset_plan import ENCODINGS, DatasetOptions, DatasetPlan, plan_dataset
+from engine.data.dataset_plan import ENCODINGS, DatasetOptions, DatasetPlan, plan_dataset, replace_problem
 from engine.data.resize_modes import MODES
 from engine.errors import EngineError
 
@@ -195,11 +199,14 @@ class NewDatasetDialog(QDialog):
             except EngineError as exc:
                 problem = str(exc)
         out = self.output.text().strip()
+        note = ""
         if self.plan is not None and not out:
             problem = "Choose where to save the data set."
-        elif self.plan is not None and Path(out).exists():
-            problem = f"{out} already exists: choose another name."
-        self._show_plan(problem)
+        elif self.plan is not None and (Path(out).exists() or Path(out).is_symlink()):
+            problem = replace_problem(Path(out), Path(folder))
+            note = "" if problem else f"{out} already holds a data set: Create asks before replacing it."
+        self._show_plan(problem or note)
+        self.create_button.setEnabled(self.plan is not None and not problem)
 
     def _show_plan(self, problem: str) -> None:
         plan = self.plan
@@ -225,11 +232,26 @@ class NewDatasetDialog(QDialog):
             self.summary.setText(problem)
         self.create_button.setEnabled(plan is not None and not problem)
 
+    def ask_replace(self, out: Path) -> bool:
+        box = QMessageBox(QMessageBox.Icon.Question, "Replace the Data Set?", f"Replace {out}?", parent=self)
+        box.setInformativeText(
+            "It already holds a data set. The old one is removed only once the new one is complete; "
+            "Cancel keeps it."
+        )
+        replace = box.addButton("Replace", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(box.addButton(QMessageBox.StandardButton.Cancel))
+        box.exec()
+        return box.clickedButton() is replace
+
     def start(self) -> None:
         if self.plan is None or not self.create_button.isEnabled():
             return
+        out = Path(self.output.text().strip())
+        force = out.exists() or out.is_symlink()
+        if force and (replace_problem(out, Path(self.folder.text().strip())) or not self.ask_replace(out)):
+            return
         self.written = None
-        self.worker = DatasetWorker(self.plan, Path(self.output.text().strip()))
+        self.worker = DatasetWorker(self.plan, out, force)
         self.worker.progress.connect(self._on_progress)
         self.worker.succeeded.connect(self._on_succeeded)
         self.worker.failed.connect(lambda message: self._finish(f"Not written: {message}"))

@@ -1,9 +1,11 @@
-"""The Dataset view: a data set folder (or one LMDB) as its records are: class counts as bars, a
-page of thumbnails per class (only that page is decoded), the image size and channels, the mean
-image. Labels are named from the folder's labels.txt when there is one."""
+"""The Dataset view: a data set folder, one LMDB, or what a data layer's source holds (an LMDB, an
+ImageData image list, an HDF5Data file list: engine/data/source_browse.py) as its records are: class
+counts as bars, a page of thumbnails per class (only that page is decoded), the image size and
+channels, the mean image. Labels are named from the folder's labels.txt when there is one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.data.lmdb_browse import LMDBSummary, read_records, summarize
+from engine.data.source_browse import Browsed, browse_lmdb
 from engine.errors import EngineError
 from proto.binaryio import read_blob
 
@@ -31,6 +33,11 @@ THUMB = 56
 
 def to_pixmap(image: np.ndarray, size: int = THUMB) -> QPixmap:
     """(C, H, W) BGR or gray, uint8 or float, as a pixmap ``size`` pixels on its long side."""
+    if (
+        image.dtype != np.uint8 and image.size and (image.min() < 0 or image.max() <= 1)
+    ):  # HDF5 rows: stretched
+        low, high = float(image.min()), float(image.max())
+        image = (image - low) * (255 / (high - low)) if high > low else np.zeros_like(image)
     pixels = np.clip(image, 0, 255).astype(np.uint8) if image.dtype != np.uint8 else image
     if pixels.shape[0] >= 3:
         rgb = np.ascontiguousarray(pixels[2::-1].transpose(1, 2, 0))
@@ -75,20 +82,30 @@ class CountBars(QWidget):
 
 
 class DatasetView(QDialog):
-    def __init__(self, path: Path, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        parent: QWidget | None = None,
+        browse: Callable[[], Browsed] | None = None,
+        title: str = "",
+        mean_file: Path | None = None,
+    ) -> None:
+        """``path``: a data set folder or one LMDB; with ``browse``, what it returns (a data layer's
+        source: ``path`` names it, ``title`` says whose it is)."""
         super().__init__(parent)
         self.folder = path
-        self.setWindowTitle(f"Dataset: {path.name}")
+        self._browse = browse
+        self.setWindowTitle(title or f"Dataset: {path.name}")
         self.resize(760, 640)
-        self.summary: LMDBSummary | None = None
+        self.summary: Browsed | None = None
         self.page = 0
-        labels = path / "labels.txt"
+        labels = path / "labels.txt" if browse is None else path.parent / "labels.txt"
         self.names = labels.read_text("utf-8").splitlines() if labels.is_file() else []
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         self.split = QComboBox()
         self.databases = [
-            p for p in (path / f"{s}_lmdb" for s in ("train", "val", "test")) if p.is_dir()
+            p for p in (path / f"{s}_lmdb" for s in ("train", "val", "test")) if p.is_dir() and browse is None
         ] or [path]
         self.split.addItems([p.name for p in self.databases])
         self.info = QLabel()
@@ -116,7 +133,7 @@ class DatasetView(QDialog):
         self.class_box.currentIndexChanged.connect(lambda _i: self.show_page(0))
         self.prev_button.clicked.connect(lambda: self.show_page(self.page - 1))
         self.next_button.clicked.connect(lambda: self.show_page(self.page + 1))
-        self._show_mean(path / "mean.binaryproto")
+        self._show_mean(mean_file or path / "mean.binaryproto")
         self.load()
 
     def name_of(self, label: int) -> str:
@@ -137,7 +154,7 @@ class DatasetView(QDialog):
     def load(self) -> None:
         path = self.databases[self.split.currentIndex()]
         try:
-            self.summary = summarize(path)
+            self.summary = self._browse() if self._browse is not None else browse_lmdb(path)
         except EngineError as exc:
             self.summary = None
             self.info.setText(str(exc))
@@ -146,7 +163,9 @@ class DatasetView(QDialog):
             return
         s = self.summary
         shape = "×".join(str(n) for n in s.shape)
-        self.info.setText(f"{s.count} images · {shape} (C×H×W){' · encoded' if s.encoded else ''}")
+        kind = "" if s.kind == "LMDB" else f"{s.kind} · "
+        self.info.setText(f"{kind}{s.count} images · {shape} (C×H×W){f' · {s.note}' if s.note else ''}")
+        self.info.setToolTip(str(s.path))
         counts = s.counts()
         self.bars.set_bars([(self.name_of(label), n) for label, n in counts.items()])
         self.class_box.blockSignals(True)
@@ -171,7 +190,7 @@ class DatasetView(QDialog):
             self.page * PAGE : (self.page + 1) * PAGE
         ]
         try:
-            records = read_records(self.summary.path, [int(i) for i in indices])
+            records = self.summary.read([int(i) for i in indices])
         except EngineError as exc:
             self.page_label.setText(str(exc))
             return

@@ -49,6 +49,9 @@ def numbers(text: str, flag: str, kind: type = float) -> list:
 def run(args: argparse.Namespace) -> int:
     common.require_file(args.model, "--model")
     common.require_file(args.weights, "--weights")
+    if args.out:
+        given = [args.model, args.weights, args.labels or "", args.mean_file or "", *args.images]
+        common.check_output(args.out, "--out", [p for p in given if p])
     if args.top < 1:
         raise common.CliError(f"--top {args.top}: must be at least 1")
     if args.gpu:
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     names, images, failed = [], [], 0
     for item, image in inputs.decoded(items, model.channels):
         if isinstance(image, DataError):
-            print(f"error: {image}", file=sys.stderr)
+            print(f"skipped: {image}", file=sys.stderr)  # the one error line comes last
             failed += 1
         else:
             names.append(item.path)

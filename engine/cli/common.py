@@ -41,6 +41,25 @@ def require_file(path: str, flag: str) -> None:
         raise CliError(f"{flag} {path}: it is {kind}, not a regular file")
 
 
+def check_output(path: str, flag: str, inputs: Sequence[str]) -> None:
+    """Refuse, before any work, an output that cannot be written (a folder, a link, a FIFO, a missing
+    folder: proto.atomic's check) or that is one of ``inputs`` (the weights would be overwritten)."""
+    from proto.atomic import WriteError, check_folder_writable, check_target
+
+    try:
+        target = check_target(path)
+        check_folder_writable(os.path.dirname(target), path)  # /proc/self/x.csv: refused now, not at the end
+    except WriteError as exc:
+        raise CliError(f"{flag}: {exc}") from None
+    for given in inputs:
+        try:
+            same = os.path.samefile(given, path)  # a hard link to an input is that input
+        except (OSError, ValueError):
+            same = False
+        if same:
+            raise CliError(f"{flag} {path}: it is an input ({given}); refusing to overwrite it")
+
+
 def read_weights(path: str, flag: str = "--weights") -> Callable[[Net], None]:
     """Read a caffemodel up front (so a bad file is refused before anything is logged) and return
     what copies it into a net: ``CopyTrainedLayersFrom``, HDF5 when the file is HDF5, else binary."""

@@ -74,6 +74,8 @@ def run(args: argparse.Namespace, picture: Picture | None = None) -> int:
     kinds = (".json", ".csv", ".png") if picture is not None else (".json", ".csv")
     if args.out and os.path.splitext(args.out)[1].lower() not in kinds:
         raise common.CliError(f"--out {args.out}: give a {', a '.join(kinds[:-1])} or a {kinds[-1]} file")
+    if args.out:
+        common.check_output(args.out, "--out", [args.solver])
     variants = [variant(v) for v in args.variant or DIGITS_VARIANTS]
     if not MIN_VARIANTS <= len(variants) <= MAX_VARIANTS:  # before the solver is read: one line
         count = len(variants)

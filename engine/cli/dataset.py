@@ -11,7 +11,7 @@ from engine.cli.common import CliError
 from engine.cli.dataset_args import parse_size
 from engine.cli.progress_bar import ProgressBar
 from engine.data.dataset_builder import build_dataset
-from engine.data.dataset_plan import DatasetOptions, plan_dataset
+from engine.data.dataset_plan import DatasetOptions, plan_dataset, replace_problem
 from engine.data.staging import check_target
 
 
@@ -30,6 +30,12 @@ def options_from(args: argparse.Namespace) -> DatasetOptions:
 def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir)
     check_target(out_dir, args.force, "the data set folder")  # before scanning a big folder
+    if args.force and (out_dir.exists() or out_dir.is_symlink()):
+        problem = replace_problem(
+            out_dir, Path(args.folder), " (--force replaces only a data set, or an empty folder)"
+        )
+        if problem:
+            raise CliError(problem)
     plan = plan_dataset(Path(args.folder), options_from(args))
     counts = plan.counts()
     h, w = plan.size

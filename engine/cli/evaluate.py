@@ -82,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
     common.require_file(args.weights, "--weights")
     if args.batch_size < 1:
         raise common.CliError(f"--batch-size {args.batch_size}: must be at least 1")
+    if args.csv:
+        inputs = [args.model, args.weights, args.labels or "", args.data or ""]
+        common.check_output(args.csv, "--csv", [p for p in inputs if p])
     size = None
     if args.resize:
         try:
@@ -102,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             paths = bundled_data([read_net(args.model)], paths, say)
         data = scoring.open_data(evaluator, args.model, args.data or None, names, size, paths)
         print(f"Evaluating {data.describe()}", file=sys.stderr)
-        warn = lambda text: print(f"error: {text}", file=sys.stderr)  # noqa: E731
+        warn = lambda text: print(f"skipped: {text}", file=sys.stderr)  # noqa: E731
         result = scoring.evaluate(
             evaluator, data, names, batch_size=args.batch_size, progress=Progress(), warn=warn
         )
@@ -113,4 +116,8 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         write_text_atomic(args.csv, metrics.matrix_csv(result))
         print(f"Confusion matrix written to {args.csv}")
-    return 0 if result.count == data.count else 2
+    if result.count != data.count:  # the skip lines name them; one error line says so, last
+        unread = data.count - result.count
+        print(f"error: {unread} of {data.count} image(s) could not be read", file=sys.stderr)
+        return 2
+    return 0

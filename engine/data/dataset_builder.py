@@ -95,7 +95,9 @@ def build_dataset(
             (tmp / f"{name}.txt").write_text("".join(lines), "utf-8", errors="surrogateescape")
             summary["counts"][name] = dict(zip(plan.labels, counts))
         _write_blob(tmp / "mean.binaryproto", mean.blob())
-        (tmp / "labels.txt").write_text("".join(f"{label}\n" for label in plan.labels), "utf-8")
+        (tmp / "labels.txt").write_text(  # a non-UTF-8 folder name keeps its bytes
+            "".join(f"{label}\n" for label in plan.labels), "utf-8", errors="surrogateescape"
+        )
         (tmp / "dataset.json").write_text(json.dumps(summary, indent=1) + "\n", "utf-8")
         report(plan.total, plan.total)
     return summary

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from engine.data.class_folders import SPLITS, ClassFolders, scan, split
 from engine.data.errors import DataError
+from engine.data.images import MAX_PIXELS
 from engine.data.resize_modes import MODES
 
 ENCODINGS = ("none", "png", "jpg")
@@ -64,6 +65,10 @@ def plan_dataset(folder: Path, options: DatasetOptions, scanned: ClassFolders | 
         raise DataError(f"unknown encoding {options.encoding!r} (known: {', '.join(ENCODINGS)})")
     if options.min_per_class < 1 or options.max_per_class < 0:
         raise DataError("--min-per-class must be at least 1 and --max-per-class at least 0")
+    if options.seed < 0:
+        raise DataError(f"--seed {options.seed}: expected 0 or more")
+    if options.size is not None:
+        _check_size(*options.size)
     classes = _keep_big_enough(scanned or scan(folder, 1), options.min_per_class)
     labels = list(classes.classes)
     with_val = options.val_folder is None
@@ -74,7 +79,13 @@ def plan_dataset(folder: Path, options: DatasetOptions, scanned: ClassFolders | 
     if not splits["train"]:
         raise DataError(f"{folder}: no images left for training after the validation and test shares")
     size = options.size or _first_image_size(classes)
+    _check_size(*size)
     return DatasetPlan(folder, options, labels, splits, size, classes.dropped)
+
+
+def _check_size(height: int, width: int) -> None:
+    if height < 1 or width < 1 or height * width > MAX_PIXELS:
+        raise DataError(f"--size {height}x{width}: expected 1 to {MAX_PIXELS:,} pixels (8192x8192) per image")
 
 
 def _keep_big_enough(scanned: ClassFolders, minimum: int) -> ClassFolders:
@@ -104,7 +115,25 @@ def _first_image_size(classes: ClassFolders) -> tuple[int, int]:
         for path in images:
             try:
                 with Image.open(path) as image:
-                    return image.height, image.width
+                    if 0 < image.width * image.height <= MAX_PIXELS:  # not a decompression bomb
+                        return image.height, image.width
             except (OSError, ValueError, Image.DecompressionBombError):
                 continue
     raise DataError(f"{classes.root}: none of the images opens")
+
+
+def replace_problem(out: Path, source: Path, hint: str = ": choose another name.") -> str:
+    """Why the existing ``out`` may not be replaced ("" when it may: an empty folder, or one that
+    holds a data set made here, its dataset.json, and does not hold the images)."""
+    if out.is_symlink() or not out.is_dir():
+        return f"{out} already exists and is not a folder{hint}"
+    try:
+        entries = [p.name for p in out.iterdir()]
+        inside = source.resolve().is_relative_to(out.resolve())
+    except OSError as exc:
+        return f"cannot read {out}: {exc.strerror or exc}"
+    if inside:
+        return f"{out} holds the images{hint}"
+    if entries and "dataset.json" not in entries:
+        return f"{out} already exists and is not a data set{hint}"
+    return ""

@@ -49,13 +49,14 @@ def _acquire(path: Path) -> tuple[str, lmdb.Environment]:
 
 
 def _open(lmdb, key: str, subdir: bool) -> lmdb.Environment:
+    path = os.fsencode(key)  # bytes: a name that is not UTF-8 is kept as it is
     try:
-        return lmdb.open(key, subdir=subdir, readonly=True, lock=True, readahead=False, max_readers=126)
+        return lmdb.open(path, subdir=subdir, readonly=True, lock=True, readahead=False, max_readers=126)
     except lmdb.Error:
         folder = key if subdir else os.path.dirname(key)
         if os.access(folder, os.W_OK):
             raise  # not a lock file that cannot be made: a real problem, said by the caller
-        return lmdb.open(key, subdir=subdir, readonly=True, lock=False, readahead=False, max_readers=126)
+        return lmdb.open(path, subdir=subdir, readonly=True, lock=False, readahead=False, max_readers=126)
 
 
 def _release(key: str, reader: _Reader) -> None:

@@ -28,7 +28,7 @@ class LMDBWriter:
         if new or not os.path.isdir(path):
             os.mkdir(path)
         self._lmdb = lmdb
-        self._env = lmdb.open(os.fspath(path), map_size=map_size, subdir=True, meminit=False)
+        self._env = lmdb.open(os.fsencode(path), map_size=map_size, subdir=True, meminit=False)
         self._batch: list[tuple[bytes, bytes]] = []
         self.count = 0
 

@@ -43,6 +43,8 @@ MIN_VARIANTS, MAX_VARIANTS = 2, 6
 TEST_ITER = 10  # test batches by default, at most (LeNet's solver asks for 100 batches of 100)
 Listener = Callable[[exp.Event], None]
 
+INT_MAX = 2**31 - 1
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -133,10 +135,10 @@ class CompareInit:
         names = [v.name for v in variants]
         if len(set(names)) != len(names):
             raise filler_spec.SpecError(f"two variants are named '{_first_repeat(names)}'")
-        if seed < 0:
-            raise filler_spec.SpecError(f"the seed must be 0 or more, got {seed}")
-        if iterations < 1:
-            raise filler_spec.SpecError(f"iterations must be at least 1, got {iterations}")
+        if not 0 <= seed < 2**63:  # the solver's random_seed is an int64, max_iter an int
+            raise filler_spec.SpecError(f"the seed must be 0 or more (and under 2**63), got {seed}")
+        if not 1 <= iterations <= INT_MAX:
+            raise filler_spec.SpecError(f"iterations must be 1 to {INT_MAX:,}, got {iterations}")
         self.param = inline_nets(param)
         nets = nets_of(self.param)
         if not nets:

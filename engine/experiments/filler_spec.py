@@ -5,7 +5,8 @@ The spelling (the command line's ``--variant NAME=SPEC`` and the dialog's preset
 - ``TYPE [FIELD=VALUE ...]``: ``gaussian std=0.01``, ``uniform min=-0.5 max=0.5``, ``msra
   variance_norm=FAN_OUT``; the fields are the FillerParameter's, as its prototxt names them.
 - a bare number after the type sets the field the type is mostly given by: ``constant 0``
-  (value), ``gaussian 0.01`` (std), ``uniform -0.5 0.5`` (min and max);
+  (value), ``gaussian 0.01`` (std), ``uniform -0.5 0.5`` or ``uniform [-0.5,0.5]`` (min and max);
+  type names and enum values are read in any case (``XAVIER``, ``variance_norm=fan_out``);
 - prototxt text, as inside a ``weight_filler { }``: ``type: "gaussian" std: 0.01``;
 - ``as written``: the net's own fillers, untouched.
 
@@ -16,6 +17,7 @@ biases keep the net's own. Unknown types, fields and values are SpecError, one l
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from google.protobuf import text_format
@@ -42,6 +44,9 @@ PRESETS: dict[str, str] = {
 _BARE = {"constant": ("value",), "gaussian": ("std",), "uniform": ("min", "max"), "positive_unitball": ()}
 
 
+_INTERVAL = re.compile(r"\[\s*([^\s,\[\]]+)\s*,\s*([^\s,\[\]]+)\s*\]")
+
+
 class SpecError(EngineError):
     """A filler spec or a layer list that cannot be used; ``str()`` is the one line to show."""
 
@@ -56,6 +61,7 @@ def parse(spec: str) -> FillerParameter | None:
     if ":" in text:
         filler = _from_prototxt(text)
     else:
+        text = _INTERVAL.sub(r" \1 \2 ", text)  # uniform [0,1] -> uniform 0 1
         filler = _from_words(text.split())
     problems = filler_problems(filler)
     if problems:
@@ -75,6 +81,9 @@ def _from_prototxt(text: str) -> FillerParameter:
 
 def _from_words(words: list[str]) -> FillerParameter:
     kind, rest = words[0], words[1:]
+    if kind.lower() in filler_types():  # Caffe's types are lower case
+        kind = kind.lower()
+        words = [kind, *rest]
     if kind not in filler_types():
         raise SpecError(f"unknown filler '{kind}' (known: {', '.join(filler_types())}, or 'as written')")
     filler = FillerParameter(type=kind)
@@ -98,7 +107,7 @@ def _set(filler: FillerParameter, name: str, value: str, words: list[str]) -> No
     field = FillerParameter.DESCRIPTOR.fields_by_name[name]
     try:
         if field.enum_type is not None:
-            setattr(filler, name, field.enum_type.values_by_name[value].number)
+            setattr(filler, name, field.enum_type.values_by_name[value.upper()].number)
         elif field.cpp_type in (field.CPPTYPE_INT32, field.CPPTYPE_INT64):
             setattr(filler, name, int(value))
         else:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from engine.data.errors import DataError
 from engine.model_use import deploy, preprocess
 from engine.pycaffe.classifier import Classifier, configure_transformer
 from proto import caffe_pb2, textio
+from proto.inputs import read_regular_bytes
 
 CHUNK = 16  # images per Classifier.predict call: ten crops each, so 160 net inputs at most
 
@@ -134,9 +134,10 @@ def top_k(probabilities: np.ndarray, k: int) -> list[tuple[int, float]]:
 def read_labels(path: str | os.PathLike[str], classes: int | None = None) -> list[str]:
     """One class name a line (synset_words.txt style: the whole line is the name)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        # names are shown, not matched: a byte that is not UTF-8 (a Latin-1 name) shows as U+FFFD
+        lines = read_regular_bytes(path, "text").decode("utf-8", "replace").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the labels: {exc}") from exc
+        raise DataError(f"{path}: cannot read the labels: {getattr(exc, 'strerror', None) or exc}") from exc
     while lines and not lines[-1].strip():
         lines.pop()
     names = [line.strip() for line in lines]

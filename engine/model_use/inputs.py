@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.data.errors import DataError
 from engine.data.images import read_image
+from proto.inputs import read_regular_text
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm", ".pnm"}
@@ -40,7 +41,12 @@ def gather(arguments: Iterable[str]) -> list[Item]:
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
-            items += [Item(str(p)) for p in folder_images(path)]
+            found = folder_images(path)
+            if not found:
+                raise DataError(
+                    f"{argument}: the folder holds no image ({', '.join(sorted(IMAGE_EXTENSIONS))})"
+                )
+            items += [Item(str(p)) for p in found]
         elif not path.exists():
             raise DataError(f"{argument}: no such file or folder")
         elif is_image_file(path):
@@ -57,10 +63,14 @@ def folder_images(folder: Path) -> list[Path]:
 def read_list(path: Path, root: str | None = None) -> list[Item]:
     """``path [label]`` lines; blank lines and ``#`` comments are skipped. With ``root`` each path is
     ``root + path``, as ImageData's root_folder is prepended."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the list: {exc}") from exc
+    try:  # a FIFO or a device is refused, not read forever
+        text = read_regular_text(path)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the list: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{path}: cannot read the list: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
     items = []
     for line in text.splitlines():
         line = line.strip()

@@ -59,9 +59,45 @@ def test_choices_show_the_class_counts_before_anything_is_written(dialog, tmp_pa
     assert not dialog.create_button.isEnabled()
     dialog.min_spin.setValue(2)
     (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("the user's")
     dialog.refresh()
-    assert "already exists" in dialog.summary.text() and not dialog.create_button.isEnabled()
-    assert not list((tmp_path / "out").iterdir())
+    assert "already exists and is not a data set" in dialog.summary.text()
+    assert not dialog.create_button.isEnabled()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["notes.txt"]
+    dialog.output.setText(str(tmp_path))  # the folder that holds the images
+    assert "holds the images" in dialog.summary.text() and not dialog.create_button.isEnabled()
+
+
+def test_an_existing_data_set_is_replaced_only_after_the_question(
+    qtbot, dialog, tmp_path, monkeypatch, modal_dialogs
+):
+    """--force in the dialog: Create over a data set asks; Cancel keeps the old one untouched,
+    Replace writes the new one and removes the old only then."""
+    dialog.folder.setText(str(tmp_path / "pics"))
+    old = tmp_path / "out"
+    old.mkdir()
+    (old / "dataset.json").write_text("{}")
+    (old / "labels.txt").write_text("old\n")
+    dialog.output.setText(str(old))
+    assert "already holds a data set: Create asks" in dialog.summary.text()
+    assert dialog.create_button.isEnabled()
+    dialog.create_button.click()  # the autouse answer: Escape, i.e. Cancel
+    assert modal_dialogs == [f"Replace {old}?"] and dialog.worker is None
+    assert (old / "labels.txt").read_text() == "old\n"
+    from PySide6.QtWidgets import QMessageBox
+
+    def click_replace(box) -> int:
+        modal_dialogs.append(box.text())
+        next(b for b in box.buttons() if b.text() == "Replace").click()
+        return 0
+
+    monkeypatch.setattr(QMessageBox, "exec", click_replace)
+    dialog.create_button.click()
+    qtbot.waitUntil(lambda: dialog.worker is None, timeout=10000)
+    assert dialog.summary.text().startswith(f"Wrote {old}: train 18, val 6")
+    assert (old / "labels.txt").read_text() == "ant\nbee\ncat\n"
+    assert (old / "train_lmdb" / "data.mdb").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pics"]  # nothing staged left
 
 
 def test_create_writes_with_progress_then_offers_use_with_this_net(qtbot, dialog, tmp_path):

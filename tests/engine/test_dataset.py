@@ -203,6 +203,24 @@ def test_force_replaces_and_a_cancel_or_interrupt_leaves_the_old_one(tmp_path):
     assert (out / "train.txt").read_text() != first
 
 
+def test_force_replaces_only_a_data_set_or_an_empty_folder(tmp_path, capsys):
+    """--force over a folder of the user's (or the one holding the images) was deleted with it."""
+    make_classes(tmp_path / "pics")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's")
+    for out in (mine, tmp_path):
+        assert main.main(["dataset", str(tmp_path / "pics"), str(out), "--force", "--quiet"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    hint = "(--force replaces only a data set, or an empty folder)"
+    assert err[-2] == f"error: {mine} already exists and is not a data set {hint}"
+    assert err[-1].startswith(f"error: {tmp_path} holds the images")
+    assert (mine / "notes.txt").read_text() == "the user's"
+    (tmp_path / "empty").mkdir()
+    assert main.main(["dataset", str(tmp_path / "pics"), str(tmp_path / "empty"), "--force", "--quiet"]) == 0
+    assert (tmp_path / "empty" / "dataset.json").is_file()
+
+
 def test_resize_modes():
     image = np.arange(2 * 4 * 8, dtype=np.uint8).reshape(2, 4, 8)  # wide: 4 high, 8 wide
     assert resize_to(image, 6, 6, "squash").shape == (2, 6, 6)

@@ -143,24 +143,43 @@ def test_rand_skip_is_ignored_as_in_caffe_1_0(tmp_path):
         np.testing.assert_array_equal(np.concatenate([out[0][1], out[1][1]]), 10 + np.arange(6))
 
 
-def test_native_decoding_drops_alpha_as_opencv_anycolor(tmp_path):
+def test_native_decoding_keeps_alpha_as_caffes_imdecode_unchanged(tmp_path):
+    """Caffe decodes an encoded Datum with DecodeDatumToCVMatNative: cv::imdecode(data, -1), i.e.
+    IMREAD_UNCHANGED. An RGBA PNG gives 4 channels (BGRA), libpng's gray+alpha 4 as well (gray
+    three times, then alpha), a palette PNG with a transparency chunk 4; force_color drops alpha."""
     rgba = np.random.default_rng(3).integers(0, 256, (3, 4, 4)).astype(np.uint8)
     gray_alpha = np.random.default_rng(4).integers(0, 256, (3, 4, 2)).astype(np.uint8)
     records = [
         caffe_pb2.Datum(data=png(rgba, "RGBA"), encoded=True, label=1).SerializeToString(),
         caffe_pb2.Datum(data=png(gray_alpha, "LA"), encoded=True, label=2).SerializeToString(),
     ]
-    _, out = run(data_layer(np, write_lmdb(tmp_path / "db", records), batch_size=1), np, 2)
+    source = write_lmdb(tmp_path / "db", records)
+    top, out = run(data_layer(np, source, batch_size=1), np, 2)
+    assert top[0].shape == (1, 4, 3, 4)  # the shape Caffe's InferBlobShape gives: 4 channels
+    np.testing.assert_array_equal(out[0][0][0], rgba[:, :, [2, 1, 0, 3]].transpose(2, 0, 1))  # BGRA
+    want = np.concatenate([np.repeat(gray_alpha[None, :, :, 0], 3, axis=0), gray_alpha[None, :, :, 1]])
+    np.testing.assert_array_equal(out[1][0][0], want)
+    _, out = run(data_layer(np, source, batch_size=1, extra="transform_param { force_color: true }"), np, 1)
     np.testing.assert_array_equal(out[0][0][0], rgba[:, :, 2::-1].transpose(2, 0, 1))  # BGR, no alpha
-    np.testing.assert_array_equal(out[1][0][0], np.repeat(gray_alpha[None, :, :, 0], 3, axis=0))
+    palette = Image.fromarray(rgba[:, :, :3]).convert("P")
+    buffer = io.BytesIO()
+    palette.save(buffer, "PNG", transparency=0)
+    record = caffe_pb2.Datum(data=buffer.getvalue(), encoded=True, label=0).SerializeToString()
+    top, _ = run(data_layer(np, write_lmdb(tmp_path / "db2", [record]), batch_size=1), np, 1)
+    assert top[0].shape == (1, 4, 3, 4)
 
 
-def test_sixteen_bit_png_keeps_the_high_byte(tmp_path):
+def test_sixteen_bit_png_is_refused_as_caffes_transformer_refuses_it(tmp_path):
+    """IMREAD_UNCHANGED keeps 16 bits; Caffe's DataTransformer then stops ("Image data type must be
+    unsigned byte"): a one-line error naming the record. force_gray reads it (the high byte)."""
     deep = (np.arange(12, dtype=np.uint16).reshape(3, 4) * 5001).astype(np.uint16)
     buffer = io.BytesIO()
     Image.fromarray(deep).save(buffer, "PNG")
     record = caffe_pb2.Datum(data=buffer.getvalue(), encoded=True, label=0).SerializeToString()
-    _, out = run(data_layer(np, write_lmdb(tmp_path / "db", [record]), batch_size=1), np, 1)
+    source = write_lmdb(tmp_path / "db", [record])
+    with pytest.raises(LayerSetupError, match=r"record '00000000': a 16-bit image: .*8-bit images only"):
+        data_layer(np, source, batch_size=1).setup([], blobs(2))
+    _, out = run(data_layer(np, source, batch_size=1, extra="transform_param { force_gray: true }"), np, 1)
     np.testing.assert_array_equal(out[0][0][0, 0], deep >> 8)
 
 

@@ -76,10 +76,18 @@ class Transformer:
 
 
 def decode(data: bytes, color: bool | None) -> np.ndarray:
-    """An encoded image as Caffe reads it: (C, H, W) uint8, BGR (or one gray channel)."""
+    """An encoded image as Caffe reads it: (C, H, W) uint8, BGR (or one gray channel); with neither
+    force_color nor force_gray (``color`` None) unchanged, as cv::imdecode(data, -1): an image with
+    alpha (a PNG's transparency chunk too) keeps it, BGRA."""
     from PIL import Image
 
     opened = Image.open(io.BytesIO(data))
+    alpha = opened.mode in ("RGBA", "LA", "PA") or (
+        opened.mode in ("RGB", "P") and "transparency" in opened.info
+    )
+    if color is None and alpha:
+        array = np.asarray(opened.convert("RGBA"), np.uint8)
+        return array[:, :, [2, 1, 0, 3]].transpose(2, 0, 1).copy()
     if color is None:
         color = opened.mode not in ("L", "I;16", "1")
     if not color:
