@@ -85,9 +85,9 @@ def atomic_file(path: str | os.PathLike[str], lock: bool = True) -> Iterator[str
     _fsync_folder(folder)
 
 
-def check_target(path: str | os.PathLike[str]) -> str:
-    """The absolute path to write; a WriteError when something other than a regular file is there
-    (a symbolic link, a folder, a FIFO, a device) or its folder does not exist."""
+def lstat_target(path: str | os.PathLike[str]) -> tuple[str, os.stat_result | None]:
+    """(the absolute path, what is there now or None); a WriteError when its folder does not exist,
+    it cannot be looked at, or it is a symbolic link (never written through)."""
     user = os.fspath(path)
     target = os.path.abspath(user)
     try:
@@ -96,7 +96,7 @@ def check_target(path: str | os.PathLike[str]) -> str:
         folder = os.path.dirname(target)
         if not os.path.isdir(folder):
             raise WriteError(user, f"the folder {folder} does not exist", errno.ENOENT) from None
-        return target
+        return target, None
     except OSError as exc:
         raise WriteError(user, exc.strerror or str(exc), exc.errno or 0) from exc
     if stat.S_ISLNK(info.st_mode):
@@ -105,6 +105,16 @@ def check_target(path: str | os.PathLike[str]) -> str:
             f"it is a symbolic link (to {os.readlink(target)}); refusing to write through it",
             errno.ELOOP,
         )
+    return target, info
+
+
+def check_target(path: str | os.PathLike[str]) -> str:
+    """The absolute path to write; a WriteError when something other than a regular file is there
+    (a symbolic link, a folder, a FIFO, a device) or its folder does not exist."""
+    user = os.fspath(path)
+    target, info = lstat_target(path)
+    if info is None:
+        return target
     if stat.S_ISDIR(info.st_mode):
         raise WriteError(user, "it is a folder, not a file", errno.EISDIR)
     if not stat.S_ISREG(info.st_mode):

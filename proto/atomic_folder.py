@@ -22,7 +22,7 @@ import shutil
 import stat
 from collections.abc import Iterator
 
-from proto.atomic import WriteError, remove_stale_temps, write_bytes_atomic
+from proto.atomic import WriteError, lstat_target, remove_stale_temps, write_bytes_atomic
 
 try:
     import fcntl
@@ -55,23 +55,10 @@ class FolderWriter:
 
 def folder_state(path: str | os.PathLike[str], marker: str, force: bool = False) -> str:
     """ABSENT, EMPTY or OURS (with ``force``); a WriteError for anything else, in words."""
-    target = os.path.abspath(os.fspath(path))
     user = os.fspath(path)
-    try:
-        info = os.lstat(target)
-    except FileNotFoundError:
-        parent = os.path.dirname(target)
-        if not os.path.isdir(parent):
-            raise WriteError(user, f"the folder {parent} does not exist", errno.ENOENT) from None
+    target, info = lstat_target(path)
+    if info is None:
         return ABSENT
-    except OSError as exc:
-        raise WriteError(user, exc.strerror or str(exc), exc.errno or 0) from exc
-    if stat.S_ISLNK(info.st_mode):
-        raise WriteError(
-            user,
-            f"it is a symbolic link (to {os.readlink(target)}); refusing to write through it",
-            errno.ELOOP,
-        )
     if not stat.S_ISDIR(info.st_mode):
         raise WriteError(user, "it exists and is not a folder", errno.ENOTDIR)
     try:

@@ -18,12 +18,10 @@ from engine.data.lmdb_source import LMDBSource
 CHUNK = 512
 
 
-@dataclasses.dataclass
-class LMDBSummary:
-    path: Path
+class Labelled:
+    """Records with a label each (``labels``): how many, per label, and which."""
+
     labels: np.ndarray  # record i's label
-    shape: tuple[int, ...]  # the first record's (C, H, W)
-    encoded: bool
 
     @property
     def count(self) -> int:
@@ -35,6 +33,14 @@ class LMDBSummary:
 
     def indices_of(self, label: int) -> np.ndarray:
         return np.flatnonzero(self.labels == label)
+
+
+@dataclasses.dataclass
+class LMDBSummary(Labelled):
+    path: Path
+    labels: np.ndarray  # record i's label
+    shape: tuple[int, ...]  # the first record's (C, H, W)
+    encoded: bool
 
 
 def summarize(path: Path) -> LMDBSummary:

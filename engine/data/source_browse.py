@@ -9,13 +9,13 @@ Only labels are read for the whole source; images are read a page at a time.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from engine.data.errors import DataError
+from engine.data.lmdb_browse import Labelled
 from engine.data.paths import DEFAULT, DataPaths
 from proto import caffe_pb2
 
@@ -23,23 +23,13 @@ Reader = Callable[[list[int]], list[tuple[np.ndarray, int]]]
 
 
 @dataclasses.dataclass
-class Browsed:
+class Browsed(Labelled):
     kind: str  # "LMDB", "image list", "HDF5"
     path: Path
     labels: np.ndarray  # record i's label
     shape: tuple[int, ...]  # the first record's (C, H, W); () when it cannot be read
     note: str  # "encoded", or why the first record could not be read
     read: Reader  # records by index, in the order asked: (image (C, H, W), label)
-
-    @property
-    def count(self) -> int:
-        return len(self.labels)
-
-    def counts(self) -> dict[int, int]:
-        return dict(sorted(Counter(self.labels.tolist()).items()))
-
-    def indices_of(self, label: int) -> np.ndarray:
-        return np.flatnonzero(self.labels == label)
 
 
 def browse_lmdb(path: Path) -> Browsed:
