@@ -166,6 +166,10 @@ class Inspector(QWidget):
         page = QWidget()
         page.setObjectName("inspectorPage")
         layout = QVBoxLayout(page)
+        # The page is at least as tall as its rows, at once: a panel appearing under the forms (the
+        # assumed input shape) grows the page in the same pass instead of squeezing the sections above
+        # it until the scroll area's deferred resize, which moved the next field by ~50 px when busy.
+        layout.setSizeConstraint(QVBoxLayout.SizeConstraint.SetMinimumSize)
         layout.setContentsMargins(12, 8, 12, 12)
         layout.setSpacing(6)
         if key[0] == "generated":
