@@ -207,7 +207,7 @@ class BatchLast:
         """A zeroed batch-last padded frame (C, H', W', images) for images first..stop of ``a``'s shape."""
         (ph, pw), (c, h, w) = self.pad, self.a.shape[1:]
         shape = (c, h + 2 * ph, w + 2 * pw, stop - first)
-        frame = self.ws.get(f"{self.name}frame{tag}_{stop - first}", shape, self.a.dtype, np)
+        frame = backend.scratch("conv_frame", shape, self.a.dtype)
         frame[...] = 0
         return frame
 
@@ -284,8 +284,8 @@ def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws
     shift = None if bias is None else bias.reshape(-1, 1, 1)
 
     def work(first: int, stop: int) -> None:
-        col = ws.get(f"{tag}col{first}", (g * kg * source.most,), x.dtype, np)
-        product = ws.get(f"{tag}y{first}", (g * og * source.most,), x.dtype, np)
+        col = backend.scratch("conv_col", (g * kg * source.most,), x.dtype)
+        product = backend.scratch("conv_product", (g * og * source.most,), x.dtype)
         for block, part in source.units(first, stop, first):
             m = geometry.positions(block)
             out = product[: g * og * m].reshape(g, og, m)
@@ -351,8 +351,8 @@ class CpuConv:
         parts: dict[int, tuple[Any, Any]] = {}
 
         def work(first: int, stop: int) -> None:
-            col = ws.get(f"xcol{first}", (g * kg * source.most,), x.dtype, np)
-            grad = ws.get(f"dy{first}", (self.o * source.most,), x.dtype, np)
+            col = backend.scratch("conv_col", (g * kg * source.most,), x.dtype)
+            grad = backend.scratch("conv_product", (self.o * source.most,), x.dtype)
             total = ws.get(f"dw{first}", (g, og, kg), x.dtype, np)
             product = ws.get(f"dw_part{first}", (g, og, kg), x.dtype, np)
             bias = ws.get(f"db{first}", (self.o,), x.dtype, np)
@@ -405,8 +405,8 @@ class CpuConv:
         s_n, s_c, s_h, s_w = padded.strides
 
         def images(first: int, stop: int) -> None:
-            col = ws.get(f"col{first}", (g, kg, blocks.most), dy.dtype, np)
-            grad = ws.get(f"dy{first}", (self.o * blocks.most,), dy.dtype, np)
+            col = backend.scratch("conv_col", (g, kg, blocks.most), dy.dtype)
+            grad = backend.scratch("conv_product", (self.o * blocks.most,), dy.dtype)
             padded[first:stop] = 0
             for block in blocks.of(first, stop):
                 a, b, r0, r1 = block
@@ -429,11 +429,11 @@ class CpuConv:
     def batch_last_scatter(self, dy: Any, wt: Any, dx: Any, target: BatchLast) -> None:
         """The scatter data gradient a batch-last group at a time: dcols = W^T dY for a few output
         rows, added onto the group's padded frame (long runs), the frame's image then into dx."""
-        ws, g, kg = self.workspace, self.g, wt.shape[1]
+        g, kg = self.g, wt.shape[1]
 
         def work(first: int, stop: int) -> None:
-            col = ws.get(f"dcol{first}", (g * kg * target.most,), dy.dtype, np)
-            grad = ws.get(f"ddy{first}", (self.o * target.most,), dy.dtype, np)
+            col = backend.scratch("conv_col", (g * kg * target.most,), dy.dtype)
+            grad = backend.scratch("conv_product", (self.o * target.most,), dy.dtype)
             for group in range(first, stop):
                 a, b = target.images_of(group)
                 frame = target.frame(a, b, first)
