@@ -163,7 +163,14 @@ def run(task: Task, size: int, xp: Any = numpy, grain: int = 1) -> None:
     if xp is not numpy or size <= 1:
         task(0, size)
         return
-    pool().run(task, size, grain)
+    if _split_gemms or pool().size == 1:
+        pool().run(task, size, grain)
+        return
+    # Outside a training step (`time`, `test`, classify), BLAS still has its threads: each slice's
+    # GEMM would start them beside the pool's, oversubscribed (ResNet-18's convolutions, batch 8,
+    # 2 cores: 13.6 s a forward-backward in `time` against 1.0 s with BLAS single-threaded).
+    with gemms_in_pool(xp):
+        pool().run(task, size, grain)
 
 
 @contextlib.contextmanager
