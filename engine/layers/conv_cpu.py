@@ -94,7 +94,7 @@ def padded_copy(a: Any, pad: tuple[int, ...], ws: Any, name: str) -> Any:
     if not any(pad):
         return a
     n, c, h, w = a.shape
-    padded = ws.get(name, (n, c, h + 2 * pad[0], w + 2 * pad[1]), a.dtype, np, zeros=True)
+    padded = backend.scratch("conv_padded", (n, c, h + 2 * pad[0], w + 2 * pad[1]), a.dtype, 0, pad)
     padded[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + w] = a
     return padded
 
@@ -183,7 +183,7 @@ class BatchLast:
         border alone)."""
         (ph, pw), (c, h, w) = self.pad, self.a.shape[1:]
         shape = (c, h + 2 * ph, w + 2 * pw, stop - first)
-        scratch = self.ws.get(f"{self.name}{tag}_{stop - first}", shape, self.a.dtype, np, zeros=True)
+        scratch = backend.scratch(f"conv_group{stop - first}", shape, self.a.dtype, 0, self.pad)
         np.copyto(scratch[:, ph : ph + h, pw : pw + w], self.a[first:stop].transpose(1, 2, 3, 0))
         return scratch
 
@@ -400,7 +400,7 @@ class CpuConv:
             self.batch_last_scatter(dy, wt, dx, target)
             return
         full = (n, self.c, *(i + 2 * p for i, p in zip(self.conv_in, self.pad)))
-        padded = ws.get("dx_padded", full, dx.dtype, np) if any(self.pad) else dx
+        padded = backend.scratch("conv_dx_padded", full, dx.dtype) if any(self.pad) else dx
         blocks = Blocks(self.windows.out, g * kg * dy.itemsize)
         s_n, s_c, s_h, s_w = padded.strides
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from engine import backend, parallel
+from engine.layers import conv_cpu
 from engine.testing import blobs, make_layer, random_blob
 
 
@@ -108,3 +109,29 @@ def test_two_convolutions_in_turn_give_the_reference(monkeypatch):
         for a, b in zip(fast, reference):
             # float64, sums in another order (blocks, threads): agree to rounding of the sums
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_a_padded_convolution_after_another_zeroes_its_wider_border(monkeypatch):
+    """A 9x9 input padded by 1 and a 7x7 one padded by 2 make padded copies of one shape (11x11):
+    the second, run right after the first, must zero its wider border again (the first one's
+    pixels are there)."""
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+
+    def forward(pad: int, size: int, fast: bool) -> np.ndarray:
+        text = f"num_output: 4 kernel_size: 3 pad: {pad}"
+        layer: Any = make_layer(f'name: "c" type: "Convolution" convolution_param {{ {text} }}')
+        bottom, top = [random_blob((3, 2, size, size), seed=2)], blobs(1)
+        layer.setup(bottom, top)
+        for blob in layer.blobs:
+            blob.data[...] = 1
+        if not fast:
+            layer.cpu = None  # the reference path
+        layer.forward(bottom, top)
+        return top[0].data.copy()
+
+    for layout in ("image-major", "batch-last"):
+        monkeypatch.setattr(conv_cpu, "BATCH_LAST_WIDTH", 0 if layout == "image-major" else 1 << 20)
+        forward(1, 9, True)
+        # float64, the same sums in another order: agree to their rounding
+        np.testing.assert_allclose(forward(2, 7, True), forward(2, 7, False), rtol=1e-10, atol=1e-12)
