@@ -89,12 +89,25 @@ class Blocks:
                 yield a, b, r0, min(r0 + self.rows, self.out[0])
 
 
+def zero_border(a: Any, axis: int, pad: tuple[int, ...]) -> None:
+    """Zeroes the pad-wide border of axes ``axis`` and ``axis + 1`` of a (a shared scratch: another
+    layer may have written there; the border alone, not the whole array, which is written next)."""
+    for k, p in enumerate(pad):
+        if p:
+            edge = [slice(None)] * a.ndim
+            edge[axis + k] = slice(0, p)
+            a[tuple(edge)] = 0
+            edge[axis + k] = slice(a.shape[axis + k] - p, None)
+            a[tuple(edge)] = 0
+
+
 def padded_copy(a: Any, pad: tuple[int, ...], ws: Any, name: str) -> Any:
     """a (N, C, H, W), or a copy of it in a zero-bordered (N, C, H + 2 pad_h, W + 2 pad_w) scratch."""
     if not any(pad):
         return a
     n, c, h, w = a.shape
-    padded = backend.scratch("conv_padded", (n, c, h + 2 * pad[0], w + 2 * pad[1]), a.dtype, 0, pad)
+    padded = backend.scratch("conv_padded", (n, c, h + 2 * pad[0], w + 2 * pad[1]), a.dtype)
+    zero_border(padded, 2, pad)
     padded[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + w] = a
     return padded
 
@@ -183,7 +196,8 @@ class BatchLast:
         border alone)."""
         (ph, pw), (c, h, w) = self.pad, self.a.shape[1:]
         shape = (c, h + 2 * ph, w + 2 * pw, stop - first)
-        scratch = backend.scratch(f"conv_group{stop - first}", shape, self.a.dtype, 0, self.pad)
+        scratch = backend.scratch(f"conv_group{stop - first}", shape, self.a.dtype)
+        zero_border(scratch, 1, self.pad)
         np.copyto(scratch[:, ph : ph + h, pw : pw + w], self.a[first:stop].transpose(1, 2, 3, 0))
         return scratch
 
