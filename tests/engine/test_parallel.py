@@ -50,7 +50,7 @@ def test_pool_covers_the_range_once_and_raises_errors(pool3):
 def test_slices_run_with_blas_single_threaded_outside_training(pool3):
     """Outside a training step (`time`, `test`, classify) the pool's slices make their GEMMs with
     BLAS single-threaded, as inside one: each slice starting BLAS's own threads beside the pool's
-    took ResNet-18's `time` from 1.1 s to 9 s on 2 cores. After the call BLAS has its threads back."""
+    took ResNet-18's `time` from 1.1 s to 9 s on 2 busy cores. After the call BLAS has its threads back."""
     libraries = parallel._blas_libraries()
     if not libraries:
         pytest.skip("threadpoolctl cannot size this numpy's BLAS")
