@@ -10,7 +10,9 @@ Caffe through pycaffe's SGDSolver in a child process of Caffe's own Python (benc
 After a warm-up they alternate, ``steps`` steps each per round, so all see the same machine load;
 prints each one's median ms/step (wall; and the CPU time of all its threads, which on a busy
 machine tells more: threads waiting for a core spin or sleep) and the ratios engine/peer of the
-wall times (< 1: the engine is faster), with the machine's load average. Real Caffe is found
+wall times (< 1: the engine is faster), with the machine's load average, and each one's peak
+resident memory (VmHWM of a child process that builds the net and trains warm-up + one round
+of steps, alone: imports, net, solver state and scratch; ``--no-memory`` skips it). Real Caffe is found
 through the env.sh a Caffe 1.0 build script writes ($CAFFE_ROOT/env.sh, else
 ~/caffe-ref/env.sh); without one its column is skipped, said so.
 """
@@ -136,6 +138,45 @@ class CaffeSteps:
         self.child.wait()
 
 
+def peak_mb(who: str, name: str, args: argparse.Namespace, env: Path | None) -> float | None:
+    """The peak resident MB of a child that trains ``name`` on ``who``'s side alone (None: it failed)."""
+    line = [sys.executable, "-m", "bench.cpu_nets", "--peak-of", who, "--nets", name]
+    line += ["--threads", str(args.threads), "--steps", str(args.steps or STEPS[name])]
+    if who == "caffe" and env is not None:
+        line += ["--caffe", str(env)]
+    done = subprocess.run(line, capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    words = done.stdout.split()
+    return float(words[-1]) if done.returncode == 0 and words else None
+
+
+def high_water_mb(pid: int | str = "self") -> float:
+    """A process's peak resident MB (VmHWM: its own since its exec; getrusage's ru_maxrss would
+    carry the forking parent's)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc (not Linux?)")
+
+
+def peak_child(who: str, name: str, args: argparse.Namespace, folder: Path) -> None:
+    """In the child: warm-up and one round of steps on one side, then its peak resident MB."""
+    text = prototxt(name)
+    steps = args.steps or STEPS[name]
+    if who == "caffe":
+        env = caffe_env(args.caffe)
+        assert env is not None
+        caffe = CaffeSteps(env, text, args.threads, folder)
+        caffe(1 + steps)
+        peak = high_water_mb(caffe.child.pid)  # bash exec'd Caffe's Python: the same process
+        caffe.close()
+    else:
+        engine, shape = engine_steps(text)
+        run = engine if who == "engine" else torch_steps(name, shape)
+        run(1 + steps)
+        peak = high_water_mb()
+    print(f"{peak:.1f}")
+
+
 def load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -173,15 +214,20 @@ def bench_net(name: str, args: argparse.Namespace, env: Path | None, folder: Pat
         f"{name}, batch {shape[0]}, {args.rounds} rounds x {steps} steps, alternating "
         f"({before}; after: {load()})"
     )
+    peaks = {who: None if args.no_memory else peak_mb(who, name, args, env) for who in median}
     for who, ms in median.items():
         spread = ", ".join(f"{t:.1f}" for t in times[who])
+        peak = "" if args.no_memory else f"   peak RSS {peaks[who] or float('nan'):6.1f} MB"
         print(
-            f"  {who:7s} {ms:9.1f} ms/step   (rounds: {spread}; CPU time of all threads "
+            f"  {who:7s} {ms:9.1f} ms/step{peak}   (rounds: {spread}; CPU time of all threads "
             f"{statistics.median(cpu[who]):.1f} ms/step)"
         )
     for peer in ("torch", "caffe"):
         if peer in median:
-            print(f"  ratio engine/{peer} {median['engine'] / median[peer]:.2f}")
+            memory = ""
+            if peaks["engine"] and peaks[peer]:
+                memory = f", peak RSS {peaks['engine'] / peaks[peer]:.2f}"  # type: ignore[operator]
+            print(f"  ratio engine/{peer} {median['engine'] / median[peer]:.2f}{memory}")
     if not caffe:
         print("  caffe: no build found (set CAFFE_ROOT or pass --caffe ENV_SH): column skipped")
 
@@ -199,12 +245,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--no-caffe", action="store_true")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory children")
+    parser.add_argument("--peak-of", choices=("engine", "torch", "caffe"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.threads:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(args.threads)
-        if not args.no_torch:
+        if not args.no_torch and args.peak_of in (None, "torch"):  # an engine child holds no torch
             import torch
 
             torch.set_num_threads(args.threads)
@@ -212,6 +260,9 @@ def main(argv: list[str] | None = None) -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
+        if args.peak_of:
+            peak_child(args.peak_of, args.nets[0], args, Path(folder))
+            return
         for name in args.nets:
             bench_net(name, args, env, Path(folder))
 

@@ -7,6 +7,7 @@ for an existing one) and then writes ``xp.*``, so one code path serves the CPU a
 from __future__ import annotations
 
 import os
+import threading
 from types import ModuleType
 from typing import Any
 
@@ -186,3 +187,48 @@ class Workspace:
     def kept(self, name: str, array: Any) -> bool:
         entry = self._arrays.get(name)
         return entry is not None and entry[1] is array
+
+
+_scratch = threading.local()
+
+
+def scratch(
+    name: str, shape: tuple[int, ...], dtype: Any, fill: float | None = None, layout: Any = None
+) -> Any:
+    """A numpy scratch array that every layer shares on this thread, by name: valid until the next
+    call with that name on this thread, so only for arrays used and done with within one call.
+    A Workspace keeps each layer's own scratch, so a net holds the sum of its layers'; this holds,
+    per name and thread, only the largest: layers run one at a time, and each thread (a solver's,
+    each pool worker) has its own, so two solvers on two threads never share one. Arrays above
+    ``Workspace.retain_bytes`` are not kept.
+
+    With ``fill``, the array holds ``fill`` wherever its callers do not write, given that the
+    callers of one ``layout`` (hashable: what decides where they write) write the same places each
+    time: it is filled again only when the last caller of that name had another layout or shape."""
+    buffers: dict[str, Any] | None = getattr(_scratch, "buffers", None)
+    if buffers is None:
+        buffers = _scratch.buffers = {}
+        _scratch.layouts = {}
+    layouts: dict[str, Any] = _scratch.layouts
+    dtype = numpy.dtype(dtype)
+    count = 1
+    for extent in shape:
+        count *= extent
+    nbytes = count * dtype.itemsize
+    buffer = buffers.get(name)
+    if buffer is None or buffer.nbytes < nbytes:
+        buffer = numpy.empty(max(nbytes, 1), numpy.uint8)
+        layouts.pop(name, None)
+        if nbytes <= Workspace.retain_bytes:
+            buffers[name] = buffer
+        else:
+            buffers.pop(name, None)
+    array = buffer[:nbytes].view(dtype).reshape(shape)
+    if fill is not None:
+        record = (layout, shape, dtype, fill)
+        if layouts.get(name) != record:
+            array[...] = fill
+            layouts[name] = record
+    else:
+        layouts.pop(name, None)
+    return array

@@ -89,12 +89,25 @@ class Blocks:
                 yield a, b, r0, min(r0 + self.rows, self.out[0])
 
 
+def zero_border(a: Any, axis: int, pad: tuple[int, ...]) -> None:
+    """Zeroes the pad-wide border of axes ``axis`` and ``axis + 1`` of a (a shared scratch: another
+    layer may have written there; the border alone, not the whole array, which is written next)."""
+    for k, p in enumerate(pad):
+        if p:
+            edge = [slice(None)] * a.ndim
+            edge[axis + k] = slice(0, p)
+            a[tuple(edge)] = 0
+            edge[axis + k] = slice(a.shape[axis + k] - p, None)
+            a[tuple(edge)] = 0
+
+
 def padded_copy(a: Any, pad: tuple[int, ...], ws: Any, name: str) -> Any:
     """a (N, C, H, W), or a copy of it in a zero-bordered (N, C, H + 2 pad_h, W + 2 pad_w) scratch."""
     if not any(pad):
         return a
     n, c, h, w = a.shape
-    padded = ws.get(name, (n, c, h + 2 * pad[0], w + 2 * pad[1]), a.dtype, np, zeros=True)
+    padded = backend.scratch("conv_padded", (n, c, h + 2 * pad[0], w + 2 * pad[1]), a.dtype)
+    zero_border(padded, 2, pad)
     padded[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + w] = a
     return padded
 
@@ -183,7 +196,8 @@ class BatchLast:
         border alone)."""
         (ph, pw), (c, h, w) = self.pad, self.a.shape[1:]
         shape = (c, h + 2 * ph, w + 2 * pw, stop - first)
-        scratch = self.ws.get(f"{self.name}{tag}_{stop - first}", shape, self.a.dtype, np, zeros=True)
+        scratch = backend.scratch("conv_group", shape, self.a.dtype)
+        zero_border(scratch, 1, self.pad)
         np.copyto(scratch[:, ph : ph + h, pw : pw + w], self.a[first:stop].transpose(1, 2, 3, 0))
         return scratch
 
@@ -207,7 +221,7 @@ class BatchLast:
         """A zeroed batch-last padded frame (C, H', W', images) for images first..stop of ``a``'s shape."""
         (ph, pw), (c, h, w) = self.pad, self.a.shape[1:]
         shape = (c, h + 2 * ph, w + 2 * pw, stop - first)
-        frame = self.ws.get(f"{self.name}frame{tag}_{stop - first}", shape, self.a.dtype, np)
+        frame = backend.scratch("conv_frame", shape, self.a.dtype)
         frame[...] = 0
         return frame
 
@@ -284,8 +298,8 @@ def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws
     shift = None if bias is None else bias.reshape(-1, 1, 1)
 
     def work(first: int, stop: int) -> None:
-        col = ws.get(f"{tag}col{first}", (g * kg * source.most,), x.dtype, np)
-        product = ws.get(f"{tag}y{first}", (g * og * source.most,), x.dtype, np)
+        col = backend.scratch("conv_col", (g * kg * source.most,), x.dtype)
+        product = backend.scratch("conv_product", (g * og * source.most,), x.dtype)
         for block, part in source.units(first, stop, first):
             m = geometry.positions(block)
             out = product[: g * og * m].reshape(g, og, m)
@@ -351,8 +365,8 @@ class CpuConv:
         parts: dict[int, tuple[Any, Any]] = {}
 
         def work(first: int, stop: int) -> None:
-            col = ws.get(f"xcol{first}", (g * kg * source.most,), x.dtype, np)
-            grad = ws.get(f"dy{first}", (self.o * source.most,), x.dtype, np)
+            col = backend.scratch("conv_col", (g * kg * source.most,), x.dtype)
+            grad = backend.scratch("conv_product", (self.o * source.most,), x.dtype)
             total = ws.get(f"dw{first}", (g, og, kg), x.dtype, np)
             product = ws.get(f"dw_part{first}", (g, og, kg), x.dtype, np)
             bias = ws.get(f"db{first}", (self.o,), x.dtype, np)
@@ -400,13 +414,13 @@ class CpuConv:
             self.batch_last_scatter(dy, wt, dx, target)
             return
         full = (n, self.c, *(i + 2 * p for i, p in zip(self.conv_in, self.pad)))
-        padded = ws.get("dx_padded", full, dx.dtype, np) if any(self.pad) else dx
+        padded = backend.scratch("conv_dx_padded", full, dx.dtype) if any(self.pad) else dx
         blocks = Blocks(self.windows.out, g * kg * dy.itemsize)
         s_n, s_c, s_h, s_w = padded.strides
 
         def images(first: int, stop: int) -> None:
-            col = ws.get(f"col{first}", (g, kg, blocks.most), dy.dtype, np)
-            grad = ws.get(f"dy{first}", (self.o * blocks.most,), dy.dtype, np)
+            col = backend.scratch("conv_col", (g, kg, blocks.most), dy.dtype)
+            grad = backend.scratch("conv_product", (self.o * blocks.most,), dy.dtype)
             padded[first:stop] = 0
             for block in blocks.of(first, stop):
                 a, b, r0, r1 = block
@@ -429,11 +443,11 @@ class CpuConv:
     def batch_last_scatter(self, dy: Any, wt: Any, dx: Any, target: BatchLast) -> None:
         """The scatter data gradient a batch-last group at a time: dcols = W^T dY for a few output
         rows, added onto the group's padded frame (long runs), the frame's image then into dx."""
-        ws, g, kg = self.workspace, self.g, wt.shape[1]
+        g, kg = self.g, wt.shape[1]
 
         def work(first: int, stop: int) -> None:
-            col = ws.get(f"dcol{first}", (g * kg * target.most,), dy.dtype, np)
-            grad = ws.get(f"ddy{first}", (self.o * target.most,), dy.dtype, np)
+            col = backend.scratch("conv_col", (g * kg * target.most,), dy.dtype)
+            grad = backend.scratch("conv_product", (self.o * target.most,), dy.dtype)
             for group in range(first, stop):
                 a, b = target.images_of(group)
                 frame = target.frame(a, b, first)

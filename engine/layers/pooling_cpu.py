@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import parallel
+from engine import backend, parallel
 
 LOWEST = float(np.finfo(np.float32).min)  # Caffe's MAX pooling starts from -FLT_MAX
 BLOCK_BYTES = 2 << 20  # a block's phase planes: read kh kw times while they stay in a core's cache
@@ -71,6 +71,7 @@ class Phases:
             cols = phase_rows(b, sw, pad[1], width, self.wide)
             if rows is not None and cols is not None:
                 self.copies.append((k, rows[0], cols[0], rows[1], cols[1]))
+        self.layout = repr(self.copies)  # where split writes: the rest of the planes keep their fill
 
     def blocks(self, start: int, stop: int) -> Iterator[tuple[int, int]]:
         for a in range(start, stop, self.block):
@@ -79,7 +80,7 @@ class Phases:
     def planes(self, tag: str, fill: float) -> Any:
         """This thread's planes (phases, block, C, tall, wide), ``fill`` where no copy writes."""
         shape = (len(self.phases), self.block, self.shape[1], self.tall, self.wide)
-        return self.workspace.get(f"phases{tag}", shape, self.dtype, np, fill=fill)
+        return backend.scratch(f"pool_planes{tag}", shape, self.dtype, fill, self.layout)
 
     def split(self, x: Any, a: int, b: int, planes: Any) -> Any:
         """Images a..b of x into the planes; returned flat: (phases, images, C, tall * wide)."""
@@ -146,12 +147,12 @@ class MaxPool(PhasePool):
             return
 
         def images(start: int, stop: int) -> None:
-            ws, shape = self.workspace, (phases.block, self.shape[1], phases.span)
-            best_all = ws.get(f"best{start}", shape, self.dtype, np)
-            choice_all = ws.get(f"choice{start}", shape, self.index, np)
-            more_all = ws.get(f"more{start}", shape, bool, np)
-            scaled_all = ws.get(f"scaled{start}", shape, self.index, np)
-            planes = phases.planes(str(start), -np.inf)
+            shape = (phases.block, self.shape[1], phases.span)
+            best_all = backend.scratch("pool_best", shape, self.dtype)
+            choice_all = backend.scratch("pool_choice", shape, self.index)
+            more_all = backend.scratch("pool_more", shape, bool)
+            scaled_all = backend.scratch("pool_scaled", shape, self.index)
+            planes = phases.planes("", -np.inf)
             for a, b in phases.blocks(start, stop):
                 views = phases.runs_of(phases.split(x, a, b, planes))
                 best, choice = best_all[: b - a], choice_all[: b - a]
@@ -213,8 +214,8 @@ class AvePool(PhasePool):
 
         def images(start: int, stop: int) -> None:
             shape = (phases.block, y.shape[1], phases.span)
-            total_all = self.workspace.get(f"total{start}", shape, self.dtype, np)
-            planes = phases.planes(str(start), 0)
+            total_all = backend.scratch("pool_total", shape, self.dtype)
+            planes = phases.planes("", 0)
             for a, b in phases.blocks(start, stop):
                 views, total = phases.runs_of(phases.split(x, a, b, planes)), total_all[: b - a]
                 if len(views) == 1:
@@ -238,7 +239,7 @@ class AvePool(PhasePool):
         def images(start: int, stop: int) -> None:
             shape = (phases.block, dy.shape[1], phases.pooled[0], phases.wide)
             share_all = self.workspace.get(f"share{start}", shape, self.dtype, np, zeros=True)
-            planes = phases.planes(f"d{start}", 0)
+            planes = phases.planes("d", 0)
             flat = planes.reshape(*planes.shape[:3], -1)
             for a, b in phases.blocks(start, stop):
                 share = share_all[: b - a]  # its columns past PW stay 0: they add nothing

@@ -20,7 +20,7 @@ from engine.blob import Blob
 from engine.errors import EngineError
 from engine.net import Net
 from engine.weights import copy_trained_layers_from_file, write_net_hdf5
-from proto import binaryio, caffe_pb2, hdf5io
+from proto import binaryio, caffe_pb2
 from proto.inputs import check_regular
 
 
@@ -49,6 +49,8 @@ def save(solver: Solver) -> tuple[str, str]:
     """Write the weights and the state as snapshot_format says; returns both paths."""
     p = solver.param
     if p.snapshot_format == caffe_pb2.SolverParameter.HDF5:
+        from proto import hdf5io  # only HDF5 snapshots load h5py (and its libraries, ~10 MB resident)
+
         model = solver.snapshot_filename(".caffemodel.h5")
         solver.say(f"Snapshotting to HDF5 file {model}")
         write_net_hdf5(solver.net, model, write_diff=p.snapshot_diff)
@@ -84,6 +86,8 @@ def load(solver: Solver, state_file: str) -> None:
     history: list[Any]
     hdf5 = state_file.endswith(".h5")
     if hdf5:
+        from proto import hdf5io
+
         h5 = hdf5io.read_solverstate(state_file)
         iteration, learned, current_step, history = h5.iter, h5.learned_net, h5.current_step, h5.history
     else:

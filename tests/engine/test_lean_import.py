@@ -83,3 +83,22 @@ def test_the_lazy_surface_is_pycaffe_s():
         assert "NoSuchThing" in str(exc)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+def test_a_solver_stepping_loads_no_h5py():
+    """Issue 28 (memory): a solver that snapshots in binary never needs h5py (~10 MB resident with
+    its libraries); only an HDF5 snapshot or state loads it."""
+    statement = (
+        "from google.protobuf import text_format\n"
+        "from engine.solvers import create_solver\n"
+        "from proto import caffe_pb2\n"
+        "s = caffe_pb2.SolverParameter()\n"
+        "text_format.Parse('base_lr: 0.1 lr_policy: \"fixed\" max_iter: 2', s)\n"
+        "net = s.net_param\n"
+        "net.layer.add(name='in', type='Input', top=['x']).input_param.shape.add(dim=[2, 3])\n"
+        "ip = net.layer.add(name='ip', type='InnerProduct', bottom=['x'], top=['y'])\n"
+        "ip.inner_product_param.num_output = 3\n"
+        "net.layer.add(name='loss', type='EuclideanLoss', bottom=['y', 'x'], top=['l'])\n"
+        "create_solver(s, log_fn=lambda line: None).step(2)\n"
+    )
+    assert "h5py" not in _loaded_after(statement)

@@ -47,6 +47,26 @@ def test_pool_covers_the_range_once_and_raises_errors(pool3):
     parallel.run(lambda a, b: None, 30)  # still usable after an error
 
 
+def test_slices_run_with_blas_single_threaded_outside_training(pool3):
+    """Outside a training step (`time`, `test`, classify) the pool's slices make their GEMMs with
+    BLAS single-threaded, as inside one: each slice starting BLAS's own threads beside the pool's
+    took ResNet-18's `time` from 1.1 s to 9 s on 2 busy cores. After the call BLAS has its threads back."""
+    libraries = parallel._blas_libraries()
+    if not libraries:
+        pytest.skip("threadpoolctl cannot size this numpy's BLAS")
+    saved = [lib.num_threads for lib in libraries]
+    try:
+        for lib in libraries:
+            lib.set_num_threads(2)
+        seen: list[int] = []
+        parallel.run(lambda a, b: seen.append(max(lib.num_threads for lib in libraries)), 30)
+        assert seen == [1, 1, 1]  # every slice, on each of the three threads
+        assert all(lib.num_threads == 2 for lib in libraries)
+    finally:
+        for lib, count in zip(libraries, saved):
+            lib.set_num_threads(count)
+
+
 @pytest.mark.parametrize("split", ["rows", "cols", "batch"])
 def test_split_matmul_is_the_whole_matmul(pool3, monkeypatch, split):
     monkeypatch.setattr(parallel, "_split_gemms", 1)
