@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import parallel
 from engine.blob import Blob, shape_string
 from engine.layers import facts
 from engine.layers.base import Layer
+from engine.layers.channel_sums import dot_per_channel
 from engine.layers.registry import register_layer
 from proto import caffe_pb2
 
@@ -78,16 +80,37 @@ class BatchNormLayer(Layer):
             return
         xp = self.xp
         x = self._view(bottom[0], bottom[0].data)
+        y = self._view(top[0], top[0].data)
         mean_sum, var_sum, factor = (b.data for b in self.blobs)
-        if self.use_global_stats:
+        # x_norm is kept (a later in-place layer may overwrite the top), one buffer across steps.
+        if self.x_norm is None or self.x_norm.shape != x.shape or self.x_norm.dtype != x.dtype:
+            self.x_norm = xp.empty_like(x)
+        centered = self.x_norm
+        count = x.shape[0] * x.shape[2]  # values per channel
+        batch = not self.use_global_stats
+        if batch:
+            mean, var = xp.empty(self.channels, x.dtype), xp.empty(self.channels, x.dtype)
+        else:
             nonzero = factor != 0
             inverse = xp.where(nonzero, 1 / xp.where(nonzero, factor, 1), 0)
             mean, var = mean_sum * inverse, var_sum * inverse
-            centered = x - mean.reshape(1, -1, 1)
-        else:
-            mean = x.mean(axis=(0, 2))
-            centered = x - mean.reshape(1, -1, 1)
-            var = (centered * centered).mean(axis=(0, 2))
+        self.std = xp.empty((1, self.channels, 1), x.dtype)
+
+        def channels(start: int, stop: int) -> None:
+            # Every statistic is a channel's own: a range of channels is independent of the others.
+            c = slice(start, stop)
+            if batch:
+                mean[c] = x[:, c].mean(axis=(0, 2))
+            xp.subtract(x[:, c], mean[c].reshape(1, -1, 1), out=centered[:, c])
+            if batch:
+                var[c] = dot_per_channel(xp, centered[:, c], centered[:, c]) / count
+            std = self.std[:, c]
+            xp.sqrt(var[c] + self.eps, out=std.reshape(-1))
+            xp.divide(centered[:, c], std, out=centered[:, c])
+            y[:, c] = centered[:, c]
+
+        parallel.run(channels, self.channels, xp, parallel.grain(x.shape[0] * x.shape[2]))
+        if batch:
             m = bottom[0].count() // self.channels
             maf = self.moving_average_fraction
             factor *= maf
@@ -96,20 +119,26 @@ class BatchNormLayer(Layer):
             mean_sum += mean
             var_sum *= maf
             var_sum += var * (m / (m - 1) if m > 1 else 1.0)
-        self.std = xp.sqrt(var + self.eps).reshape(1, -1, 1)
-        centered /= self.std
-        self.x_norm = centered  # kept: a later in-place layer may overwrite the top
-        top[0].data[...] = centered.reshape(bottom[0].shape)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
         if not propagate_down[0] or bottom[0].count() == 0:
             return
+        xp = self.xp
         dy = self._view(top[0], top[0].diff)
-        if self.use_global_stats:
-            dx = dy / self.std
-        else:
-            y = self.x_norm
-            dx = dy - dy.mean(axis=(0, 2), keepdims=True)
-            dx -= y * (dy * y).mean(axis=(0, 2), keepdims=True)
-            dx /= self.std
-        bottom[0].diff[...] = dx.reshape(bottom[0].shape)
+        dx = self._view(bottom[0], bottom[0].diff)  # may be dy itself (in place): element-wise
+        y = self.x_norm
+        count = dy.shape[0] * dy.shape[2]  # values per channel
+
+        def channels(start: int, stop: int) -> None:
+            c = slice(start, stop)
+            if self.use_global_stats:
+                xp.divide(dy[:, c], self.std[:, c], out=dx[:, c])
+                return
+            mean_dy = dy[:, c].mean(axis=(0, 2), keepdims=True)
+            mean_product = dot_per_channel(xp, dy[:, c], y[:, c]).reshape(1, -1, 1) / count
+            product = xp.multiply(y[:, c], mean_product)
+            xp.subtract(dy[:, c], mean_dy, out=dx[:, c])
+            dx[:, c] -= product
+            dx[:, c] /= self.std[:, c]
+
+        parallel.run(channels, self.channels, xp, parallel.grain(dy.shape[0] * dy.shape[2]))

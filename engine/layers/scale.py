@@ -5,11 +5,13 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from engine import parallel
 from engine.blob import Blob
 from engine.fillers import get_filler
 from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.bias import BiasLayer, broadcast_dims, learned_shape
+from engine.layers.channel_sums import dot_per_channel
 from engine.layers.registry import register_layer
 from proto import caffe_pb2
 
@@ -83,26 +85,55 @@ class ScaleLayer(Layer):
             self.bias_layer.reshape([top[0]], top)
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
-        x = bottom[0].data
-        self._kept_input = x.copy() if top[0] is bottom[0] else None
+        xp = self.xp
+        x, y = bottom[0].data.reshape(self.dims), top[0].data.reshape(self.dims)
+        kept = None
+        if top[0] is bottom[0]:  # in place: keep x for the scale's gradient, one buffer across steps
+            old = self._kept_input
+            if old is None or old.shape != x.shape or old.dtype != x.dtype:
+                self._kept_input = xp.empty_like(x)
+            kept = self._kept_input
+        else:
+            self._kept_input = None
         s = self._scale(bottom).data.reshape(1, -1, 1)
-        top[0].data[...] = (x.reshape(self.dims) * s).reshape(bottom[0].shape)
-        if self.bias_layer is not None:
-            self.bias_layer.forward([top[0]], top)
+        b = None if self.bias_layer is None else self.bias_layer.blobs[0].data.reshape(1, -1, 1)
+
+        def channels(start: int, stop: int) -> None:  # each range of D on its own: y = x * s + b
+            c = slice(start, stop)
+            if kept is not None:
+                kept[:, c] = x[:, c]
+            xp.multiply(x[:, c], s[:, c], out=y[:, c])
+            if b is not None:
+                y[:, c] += b[:, c]
+
+        parallel.run(channels, self.dims[1], xp, parallel.grain(self.dims[0] * self.dims[2]))
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
-        if self.bias_layer is not None and self.param_propagate_down[-1]:
-            self.bias_layer.backward(top, [False], [top[0]])
+        xp = self.xp
         learned = len(bottom) == 1
         scale = self._scale(bottom)
         dy = top[0].diff.reshape(self.dims)
+        dx = bottom[0].diff.reshape(self.dims)  # dy itself in place: written last, element-wise
+        x = (self._kept_input if top[0] is bottom[0] else bottom[0].data).reshape(self.dims)
+        bias = None
+        if self.bias_layer is not None and self.param_propagate_down[-1]:
+            bias = self.bias_layer.blobs[0].diff.reshape(-1)
+        grad = None
         if (learned and self.param_propagate_down[0]) or (not learned and propagate_down[1]):
-            x = self._kept_input if top[0] is bottom[0] else bottom[0].data
-            grad = (dy * x.reshape(self.dims)).sum(axis=(0, 2)).reshape(scale.shape)
-            if learned:
-                scale.diff += grad
-            else:
-                scale.diff[...] = grad
-        if propagate_down[0]:
-            s = scale.data.reshape(1, -1, 1)
-            bottom[0].diff[...] = (dy * s).reshape(bottom[0].shape)
+            grad = scale.diff.reshape(-1)
+        s = scale.data.reshape(1, -1, 1)
+
+        def channels(start: int, stop: int) -> None:  # every sum is over one channel's own values
+            c = slice(start, stop)
+            if bias is not None:
+                bias[c] += dy[:, c].sum(axis=(0, 2))
+            if grad is not None:
+                sums = dot_per_channel(xp, dy[:, c], x[:, c])
+                if learned:
+                    grad[c] += sums
+                else:
+                    grad[c] = sums
+            if propagate_down[0]:
+                xp.multiply(dy[:, c], s[:, c], out=dx[:, c])
+
+        parallel.run(channels, self.dims[1], xp, parallel.grain(self.dims[0] * self.dims[2]))

@@ -216,3 +216,39 @@ def test_batch_norm_and_scale_match_caffe_golden(goldens, xp):
     assert close(host(data.diff), io["diff/data"], 1e-4)
     for i in range(2):
         assert close(host(scale.blobs[i].diff), io[f"pdiff/scale/{i}"], 1e-4), f"scale diff {i}"
+
+
+@pytest.mark.parametrize("phase", [TRAIN, TEST])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_channels_split_over_threads_match_plain_numpy(monkeypatch, phase, in_place):
+    """Ranges of channels on three threads (every channel its own slice) give the plain formulas."""
+    from engine import parallel
+
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(3))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1)
+    layer = make_layer("type: 'BatchNorm'", np, phase=phase)
+    bottom = random_blob((4, 7, 5, 3), np, low=-2, high=3, dtype=np.float32)
+    x = bottom.data.astype(np.float64)
+    top = [bottom] if in_place else blobs(1, np, np.float32)
+    layer.setup([bottom], top)
+    if phase == TEST:
+        for blob, value in zip(layer.blobs, (np.linspace(-1, 1, 7), np.linspace(0.5, 2, 7), [2.0])):
+            blob.data[...] = value
+        mean, var = layer.blobs[0].data / 2.0, layer.blobs[1].data / 2.0
+    else:
+        mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    layer.forward([bottom], top)
+    std = np.sqrt(var + f32(1e-5)).reshape(1, -1, 1, 1)
+    y = (x - mean.reshape(1, -1, 1, 1)) / std
+    # float32 work against a float64 reference: a few ulps of values of order 1-10.
+    np.testing.assert_allclose(top[0].data, y, rtol=1e-5, atol=1e-5)
+    dy = np.random.default_rng(3).standard_normal(y.shape)
+    top[0].diff[...] = dy
+    layer.backward(top, [True], [bottom])
+    if phase == TEST:
+        dx = dy / std
+    else:
+        means = dy.mean(axis=(0, 2, 3), keepdims=True), (dy * y).mean(axis=(0, 2, 3), keepdims=True)
+        dx = (dy - means[0] - y * means[1]) / std
+    np.testing.assert_allclose(bottom.diff, dx, rtol=1e-4, atol=1e-5)

@@ -298,3 +298,40 @@ def test_mvn_on_two_axes_normalizes_each_row_across_channels(xp):
     y = host(top[0].data)
     np.testing.assert_allclose(y.mean(axis=1), 0, atol=1e-12)
     np.testing.assert_allclose(y.std(axis=1), 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("spec", ["bias_term: true", "axis: 1 num_axes: 2 bias_term: true", ""])
+def test_scale_split_over_threads_matches_plain_numpy(monkeypatch, in_place, spec):
+    """Ranges of the operand's values on three threads (each its own slice) give the plain formulas."""
+    from engine import parallel
+
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(3))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1)
+    layer = make_layer(f"type: 'Scale' scale_param {{ {spec} }}", np)
+    bottom = random_blob((3, 5, 4, 2), np, dtype=np.float32)
+    x = bottom.data.astype(np.float64)
+    top = [bottom] if in_place else blobs(1, np, np.float32)
+    layer.setup([bottom], top)
+    rng = np.random.default_rng(5)
+    for blob in layer.blobs:
+        blob.data[...] = rng.standard_normal(blob.shape)
+        blob.diff[...] = rng.standard_normal(blob.shape)  # gradients add to what is there
+    before = [blob.diff.astype(np.float64) for blob in layer.blobs]
+    shape = (3, -1, 2) if "num_axes: 2" in spec else (3, -1, 8)
+    s = layer.blobs[0].data.astype(np.float64).reshape(1, -1, 1)
+    b = layer.blobs[1].data.astype(np.float64).reshape(1, -1, 1) if "bias" in spec else 0
+    layer.forward([bottom], top)
+    # float32 work against a float64 reference: a few ulps of values of order 1.
+    np.testing.assert_allclose(top[0].data.reshape(shape), x.reshape(shape) * s + b, rtol=1e-5, atol=1e-6)
+    dy = rng.standard_normal(x.shape)
+    top[0].diff[...] = dy
+    layer.backward(top, [True], [bottom])
+    dy3, x3 = dy.astype(np.float32).astype(np.float64).reshape(shape), x.reshape(shape)
+    np.testing.assert_allclose(bottom.diff.reshape(shape), dy3 * s, rtol=1e-5, atol=1e-6)
+    want_s = before[0].reshape(-1) + (dy3 * x3).sum(axis=(0, 2))
+    np.testing.assert_allclose(layer.blobs[0].diff.reshape(-1), want_s, rtol=1e-4, atol=1e-5)
+    if "bias" in spec:
+        want_b = before[1].reshape(-1) + dy3.sum(axis=(0, 2))
+        np.testing.assert_allclose(layer.blobs[1].diff.reshape(-1), want_b, rtol=1e-4, atol=1e-5)

