@@ -11,6 +11,7 @@ import shutil
 import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
+from test_app_models import TINY
 from windows import asked_window
 
 import engine
@@ -55,16 +56,6 @@ def test_a_solver_naming_another_prefix_is_not_taken(qtbot, tmp_path):
     window = asked_window(qtbot, ask_net_for_model="")  # rebuild: the solver names "lenet", not "other"
     assert window.open_file(other)
     assert window.ask_net_for_model.count == 1 and window.doc.net_path is None
-
-
-TINY = """name: "tiny"
-layer { name: "data" type: "DummyData" top: "x" top: "y"
-  dummy_data_param { shape { dim: 4 dim: 3 } shape { dim: 4 }
-    data_filler { type: "gaussian" } data_filler { type: "constant" value: 1 } } }
-layer { name: "fc" type: "InnerProduct" bottom: "x" top: "fc"
-  inner_product_param { num_output: 2 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "y" top: "loss" }
-"""
 
 
 def test_a_runs_folder_snapshot_reopens_with_its_net_and_solver(qtbot):

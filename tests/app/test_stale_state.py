@@ -9,26 +9,15 @@ import os
 
 from test_app_new_layers import wire
 from test_training_dock import TIMEOUT_MS, write_example
+from windows import asked_window
 
 from app.commands import Disconnect
 from app.files import EXAMPLES
-from app.main_window import MainWindow
 from proto.textio import parse_net
 
 
-def shown_window(qtbot) -> MainWindow:
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    w.show_error = lambda *args: None
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
-
-
 def test_the_totals_follow_a_wire_made_on_the_canvas(qtbot):
-    w = shown_window(qtbot)
+    w = asked_window(qtbot)
     assert w.workbench.new_from_example(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
     totals = w.workbench.totals
     qtbot.waitUntil(lambda: totals.totals is not None, timeout=TIMEOUT_MS)
@@ -42,7 +31,7 @@ def test_the_totals_follow_a_wire_made_on_the_canvas(qtbot):
 
 
 def test_new_from_example_drops_the_last_runs_curves_time_and_weights(qtbot, tmp_path):
-    w = shown_window(qtbot)
+    w = asked_window(qtbot)
     dock = w.training
     assert w.open_file(write_example(tmp_path, {"max_iter": "30", "snapshot": "0", "display": "10"}))
     run = dock.train()
@@ -82,7 +71,7 @@ def test_a_run_that_fails_to_start_leaves_no_empty_run_folder(qtbot, tmp_path, m
     monkeypatch.setenv("BARISTA_DATA_ROOT", str(tmp_path / "no-data-here"))
     runs = tmp_path / "runs"
     monkeypatch.setenv("BARISTA_RUNS_DIR", str(runs))
-    w = shown_window(qtbot)
+    w = asked_window(qtbot)
     w.ask_default_solver = lambda: True
     w.doc.load_net(parse_net(NO_DATA.encode(), "nodata.prototxt"), None)  # untitled: a run folder
     run = w.training.train()

@@ -13,9 +13,9 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 from test_training_dock import TIMEOUT_MS
+from windows import asked_window
 
 from app.commands import SetLayerField
-from app.main_window import MainWindow
 from app.train_anyway import TRAIN_ANYWAY
 from engine.data.lmdb_writer import write_datum_lmdb
 
@@ -24,13 +24,7 @@ from engine.data.lmdb_writer import write_datum_lmdb
 def window(qtbot, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BARISTA_DATA_ROOT", str(tmp_path / "no-data-here"))
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.ask_unsaved_changes = lambda *args: "discard"
-    w.show_error = lambda *args: None
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
+    w = asked_window(qtbot)
     yield w
     w.training.shutdown()
 
