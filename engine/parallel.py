@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy
 
-from engine import backend
+from engine import backend, kernels
+from engine.kernels import gemm
 
 Task = Callable[[int, int], object]
 
@@ -226,6 +227,8 @@ def matmul(a: Any, b: Any, out: Any, split: str) -> Any:
     (of a and out), 'cols' (of b and out) or 'batch' (the first axis of out, and of each operand
     that has it; others broadcast). Every part still sums over the whole inner dimension."""
     if not (_split_gemms and isinstance(out, numpy.ndarray)) or out.size * a.shape[-1] < MIN_SPLIT_GEMM:
+        if kernels.enabled(out) and gemm.matmul(a, b, out):  # the GPU: cuBLAS a CUDA graph can capture
+            return out
         return backend.get_array_module(out).matmul(a, b, out=out)
     if split == "rows":
         run(lambda s, e: numpy.matmul(a[..., s:e, :], b, out=out[..., s:e, :]), out.shape[-2])

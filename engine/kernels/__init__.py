@@ -145,6 +145,30 @@ def sgd_update(
     return True
 
 
+def sgd_update_device_rate(
+    data: Any, diff: Any, history: Any, decay: float, momentum: float, rate: Any, lr_mult: float
+) -> bool:
+    """sgd_update with no gradient scale and the solver's rate in ``rate`` (a one-element device
+    array): what a CUDA graph of the whole training step replays while the rate changes."""
+    arrays = (data, diff, history, rate)
+    if not enabled(*arrays) or not _floating(*arrays) or not all(a.flags.c_contiguous for a in arrays):
+        return False
+    t = data.dtype.type
+    _launch(
+        "sgd_update_device_rate",
+        data.dtype,
+        data.size,
+        data,
+        diff,
+        history,
+        t(decay),
+        t(momentum),
+        rate,
+        t(lr_mult),
+    )
+    return True
+
+
 # --- softmax loss ----------------------------------------------------------------------------
 def softmax_loss_forward(
     scores: Any, labels: Any, prob: Any, loss: Any, valid: Any, bad: Any, ignore_label: int | None

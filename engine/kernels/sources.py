@@ -141,6 +141,25 @@ extern "C" __global__ void sgd_update(
 }
 """
 
+# The same step with the rate read from the device (a CUDA graph replays it as the rate changes):
+# local = rate * lr_mult is formed in T as Caffe's local_rate, so the numbers are sgd_update's.
+SGD_UPDATE_DEVICE_RATE = r"""
+extern "C" __global__ void sgd_update_device_rate(
+    T* data, T* diff, T* history, const T decay, const T momentum, const T* rate, const T lr_mult,
+    const long long count) {
+  const T local = rate[0] * lr_mult;
+  GRID_LOOP(i, count) {
+    T g = diff[i];
+    if (decay != T(0)) g += decay * data[i];
+    T v = momentum * history[i];
+    v += local * g;
+    history[i] = v;
+    diff[i] = v;
+    data[i] -= v;
+  }
+}
+"""
+
 SOFTMAX_LOSS_FORWARD = r"""
 extern "C" __global__ void softmax_loss_forward(
     const T* scores, const T* labels, T* prob, T* loss, T* valid, T* bad, const int C,
@@ -197,6 +216,7 @@ SOURCES = {
         "max_pool_forward": MAX_POOL_FORWARD,
         "max_pool_backward": MAX_POOL_BACKWARD,
         "sgd_update": SGD_UPDATE,
+        "sgd_update_device_rate": SGD_UPDATE_DEVICE_RATE,
         "softmax_loss_forward": SOFTMAX_LOSS_FORWARD,
         "softmax_loss_backward": SOFTMAX_LOSS_BACKWARD,
     }.items()

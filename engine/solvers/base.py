@@ -78,6 +78,7 @@ class Solver:
         # Listeners get each Iteration, Tested and Snapshotted (engine/events.py). Plain callables, no Qt.
         self.listeners: list[Callable[[events.Event], None]] = []
         self.rate = 0.0
+        self.rate_device: Any = None  # the rate on the GPU, read by an update inside a CUDA graph
         self.history = [
             Blob(p.shape, p.dtype, self.xp)
             for _ in range(self.history_per_param)
@@ -141,9 +142,13 @@ class Solver:
             display = bool(p.display) and self.iter % p.display == 0
             self.net.debug_info = display and p.debug_info
             loss = self.real(0)
+            update = self.graph_update()  # the update inside the step's CUDA graph, where it can be
+            step_before = self.current_step
+            if update is not None:
+                self.rate_device.fill(self.learning_rate())
             with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is reported below, once
                 for _ in range(p.iter_size):
-                    loss += self.real(self.graph_step.forward_backward())
+                    loss += self.real(self.graph_step.forward_backward(update))
                 loss /= self.real(p.iter_size)
             if not math.isfinite(loss):
                 raise EngineError(f"Iteration {self.iter}: loss is {loss}; {self.first_non_finite()}")
@@ -160,7 +165,10 @@ class Solver:
                 self._display_outputs()
             for callback in self.callbacks:
                 callback.on_gradients_ready()
-            self.apply_update()
+            if update is None:
+                self.apply_update()
+            else:  # the parameters moved in the graph: what is left is what the update says
+                self.say_rate(step_before)
             self.emit(events.Iteration(self.iter, float(loss), float(self.smoothed_loss), float(self.rate)))
             self.iter += 1
             request = self.action()
@@ -332,10 +340,7 @@ class Solver:
     def apply_update(self) -> None:
         before = self.current_step
         rate = self.learning_rate()
-        if self.param.lr_policy == "multistep" and self.current_step != before:
-            self.say(f"MultiStep Status: Iteration {self.iter}, step = {self.current_step}")
-        if self.param.display and self.iter % self.param.display == 0:
-            self.say(f"Iteration {self.iter}, lr = {rate:g}")
+        self.say_rate(before)
         self.clip_gradients()
         for param_id, blob in enumerate(self.net.learnable_params):
             if self.fused_update(param_id, rate):
@@ -344,6 +349,19 @@ class Solver:
             self.regularize(param_id)
             self.compute_update_value(param_id, rate)
             blob.data -= blob.diff  # Net::Update, one parameter at a time
+
+    def say_rate(self, step_before: int) -> None:
+        """What Caffe's ApplyUpdate logs of this iteration's rate (computed by learning_rate())."""
+        if self.param.lr_policy == "multistep" and self.current_step != step_before:
+            self.say(f"MultiStep Status: Iteration {self.iter}, step = {self.current_step}")
+        if self.param.display and self.iter % self.param.display == 0:
+            self.say(f"Iteration {self.iter}, lr = {self.rate:g}")
+
+    def graph_update(self) -> Callable[[], None] | None:
+        """The whole update as GPU work a CUDA graph can hold (its rate read from ``rate_device``),
+        for GraphStep to put in the graph of the step; None where the rule or settings need the host
+        (then apply_update runs after the step, as before)."""
+        return None
 
     def fused_update(self, param_id: int, rate: float) -> bool:
         """Normalize, regularize, compute the update value and apply it in one go where a rule can

@@ -7,7 +7,7 @@ blobs, and leaves in ``diff`` what Net.update() subtracts from the data.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from engine import kernels
 from engine.solvers.base import Solver
@@ -22,6 +22,7 @@ class SGDSolver(Solver):
     """v = momentum * v + lr * g; step = v."""
 
     fields = ("momentum",)
+    _graph_update: Callable[[], None] | None = None
 
     def compute_update_value(self, param_id: int, rate: float) -> None:
         diff = self.net.learnable_params[param_id].diff
@@ -29,6 +30,34 @@ class SGDSolver(Solver):
         history *= self.param.momentum
         history += self.xp.multiply(diff, self.local_rate(param_id, rate), out=self.scratch(diff))
         diff[...] = history
+
+    def graph_update(self) -> Callable[[], None] | None:
+        """fused_update's kernel for every parameter, the rate read from the device, where nothing of
+        the update needs the host: one batch per step (iter_size 1), no gradient clipping (it reads
+        the norm), L2 or no decay, no pycaffe callbacks, the step's graph usable."""
+        p, params = self.param, self.net.learnable_params
+        if p.iter_size != 1 or p.clip_gradients >= 0 or self.callbacks or not self.graph_step.usable():
+            return None
+        decays = [self.decay(i) for i in range(len(params))]
+        if p.regularization_type != "L2" and any(decays):
+            return None
+        arrays = [a for i, blob in enumerate(params) for a in (blob.data, blob.diff, self.history_of(i))]
+        if not all(a.flags.c_contiguous and a.dtype == self.net.dtype for a in arrays):
+            return None
+        if self._graph_update is None:
+            self.rate_device = self.xp.zeros(1, self.net.dtype)
+            mults = [float(self.real(self.net.params_lr[i])) for i in range(len(params))]
+            momentum = p.momentum
+
+            def update() -> None:
+                for i, blob in enumerate(params):
+                    history = self.history_of(i)
+                    kernels.sgd_update_device_rate(
+                        blob.data, blob.diff, history, decays[i], momentum, self.rate_device, mults[i]
+                    )
+
+            self._graph_update = update
+        return self._graph_update
 
     def fused_update(self, param_id: int, rate: float) -> bool:
         """With L2 (or no) decay, the whole step as one GPU kernel, or on the CPU in place, a cache-sized

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from google.protobuf import text_format
@@ -110,3 +112,65 @@ def test_graph_is_replayed_and_still_checks_labels(xp, monkeypatch):
     feed(solver, xp, 9, labels=[0, 1, 2, 3, 4, 5, 6, 12])
     with pytest.raises(Exception, match="labels must lie in"):
         solver.step(1)
+
+
+def test_no_update_in_a_graph_on_the_cpu():
+    assert make_solver(np).graph_update() is None  # numpy: apply_update runs after the step, as ever
+
+
+SPEED = re.compile(r"\(\S+ iter/s, \S+s/\d+ iters\), ")  # the wall clock's part of a display line
+
+
+def train_logged(xp, solver_text: str, steps: int) -> tuple[list[str], list[np.ndarray], object]:
+    param = text_format.Parse(solver_text, caffe_pb2.SolverParameter())
+    param.net_param.CopyFrom(text_format.Parse(LENET, caffe_pb2.NetParameter()))
+    lines: list[str] = []
+    solver = create_solver(param, xp=xp, log_fn=lines.append)
+    for step in range(steps):
+        feed(solver, xp, step)
+        solver.step(1)
+    return (
+        [SPEED.sub("", line) for line in lines if line.startswith(("Iteration", "MultiStep", "    Train"))],
+        [backend.to_host(p.data) for p in solver.net.learnable_params],
+        solver,
+    )
+
+
+MULTISTEP = (
+    'type: "SGD" base_lr: 0.01 momentum: 0.9 weight_decay: 0.0005 lr_policy: "multistep" gamma: 0.5 '
+    "stepvalue: 2 stepvalue: 4 display: 1 max_iter: 100 random_seed: 3"
+)
+
+
+@pytest.mark.gpu
+def test_the_update_runs_inside_the_graph_with_the_same_numbers_and_log(xp, monkeypatch):
+    """SGD's update is captured with forward and backward (its rate from the device, changing at each
+    multistep): parameters equal the eager run's bit for bit, and the log says the same lines."""
+    if xp is np:
+        pytest.skip("CUDA graphs are for the GPU")
+    monkeypatch.setattr(graphs, "ENABLED", False)
+    eager_log, eager_params, _ = train_logged(xp, MULTISTEP, 7)
+    monkeypatch.setattr(graphs, "ENABLED", True)
+    graph_log, graph_params, solver = train_logged(xp, MULTISTEP, 7)
+    assert solver.graph_step.graph is not None and solver.graph_step.captured[1]  # the update is in it
+    assert graph_log == eager_log
+    assert any(line.startswith("MultiStep Status: Iteration 4") for line in graph_log)
+    for e, g in zip(eager_params, graph_params):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("extra", ["clip_gradients: 0.01", "iter_size: 2", 'regularization_type: "L1"'])
+def test_updates_that_need_the_host_run_after_the_graph(xp, monkeypatch, extra):
+    if xp is np:
+        pytest.skip("CUDA graphs are for the GPU")
+    text = MULTISTEP + " " + extra
+    monkeypatch.setattr(graphs, "ENABLED", False)
+    eager_log, eager_params, _ = train_logged(xp, text, 5)
+    monkeypatch.setattr(graphs, "ENABLED", True)
+    graph_log, graph_params, solver = train_logged(xp, text, 5)
+    assert solver.graph_update() is None
+    assert solver.graph_step.graph is not None and not solver.graph_step.captured[1]
+    assert graph_log == eager_log
+    for e, g in zip(eager_params, graph_params):
+        np.testing.assert_array_equal(g, e)

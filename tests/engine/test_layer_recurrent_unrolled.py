@@ -143,6 +143,7 @@ class Unrolled:
     def __init__(self, kind, x_shape, static_shape=None, expose=False, dtype=np.float64, xp=np):
         self.kind, self.expose, self.static = kind, expose, static_shape is not None
         self.net = Net(unrolled_net_param(kind, "rec", x_shape, static_shape), dtype=dtype, xp=xp)
+        self.xp = xp
         self.output = "h" if kind == "LSTM" else "o"
         steps = x_shape[0]
         self.recur_in = ["h_0", "c_0"] if kind == "LSTM" else ["h_0"]
@@ -161,20 +162,20 @@ class Unrolled:
     def forward(self, x, cont, x_static=None, states=()):
         if self.expose:
             for name, state in zip(self.recur_in, states):
-                self.blob(name).data[...] = state
+                self.blob(name).data[...] = self.xp.asarray(state)
         else:  # the final states of the last pass become the initial ones, whatever cont says
             for source, target in zip(self.recur_out, self.recur_in):
                 self.blob(target).data[...] = self.blob(source).data
-        self.blob("x").data[...] = x
-        self.blob("cont").data[...] = cont
+        self.blob("x").data[...] = self.xp.asarray(x)
+        self.blob("cont").data[...] = self.xp.asarray(cont)
         if x_static is not None:
-            self.blob("x_static").data[...] = x_static
+            self.blob("x_static").data[...] = self.xp.asarray(x_static)
         self.net.forward_from_to(0, self.last)
         finals = [host(self.blob(name).data).copy() for name in self.recur_out]
         return host(self.blob(self.output).data).copy(), finals
 
     def backward(self, dy):
-        self.blob(self.output).diff[...] = dy
+        self.blob(self.output).diff[...] = self.xp.asarray(dy)
         self.net.backward_from_to(self.last, 0)
         dx = host(self.blob("x").diff).copy()
         dx_static = host(self.blob("x_static").diff).copy() if self.static else None
