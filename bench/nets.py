@@ -4,7 +4,9 @@ CIFAR-10 quick and CaffeNet follow Caffe's examples/cifar10/cifar10_quick_train_
 models/bvlc_reference_caffenet/train_val.prototxt layer for layer (the Data layers replaced);
 the ResNet-18-style net is ours: the layout of He et al.'s ResNet-18 (7x7/2 conv, 3x3/2 max pool,
 four stages of two basic blocks with 64-512 channels, 1x1/2 projections, global average pool, fc
-1000) in Caffe's words (Convolution without bias, BatchNorm + Scale, ReLU, Eltwise SUM).
+1000) in Caffe's words (Convolution without bias, BatchNorm + Scale, ReLU, Eltwise SUM); GoogLeNet is
+the layout of models/bvlc_googlenet without its two auxiliary heads (nine inception modules, LRN in the
+stem, global average pooling, dropout 0.4, fc 1000).
 
     python -m bench.nets DIR      writes DIR/cifar10_quick.prototxt, caffenet.prototxt, resnet18.prototxt
 """
@@ -163,7 +165,65 @@ def resnet18(batch: int = 8, size: int = 224) -> str:
     return text + fc("fc", "pool5", 1000) + loss("fc")
 
 
-NETS = {"cifar10_quick": cifar10_quick, "caffenet": caffenet, "resnet18": resnet18}
+# GoogLeNet's inception modules: 1x1, 3x3 reduce, 3x3, 5x5 reduce, 5x5, pool projection (Szegedy et al.)
+INCEPTIONS = {
+    "3a": (64, 96, 128, 16, 32, 32),
+    "3b": (128, 128, 192, 32, 96, 64),
+    "4a": (192, 96, 208, 16, 48, 64),
+    "4b": (160, 112, 224, 24, 64, 64),
+    "4c": (128, 128, 256, 24, 64, 64),
+    "4d": (112, 144, 288, 32, 64, 64),
+    "4e": (256, 160, 320, 32, 128, 128),
+    "5a": (256, 160, 320, 32, 128, 128),
+    "5b": (384, 192, 384, 48, 128, 128),
+}
+
+
+def conv_relu(name: str, bottom: str, out: int, k: int, stride: int = 1, pad: int = 0) -> str:
+    return conv(name, bottom, out, k, stride=stride, pad=pad) + relu(f"{name}_relu", name)
+
+
+def inception(name: str, bottom: str) -> str:
+    one, reduce3, three, reduce5, five, proj = INCEPTIONS[name]
+    at = f"inception_{name}"
+    text = conv_relu(f"{at}/1x1", bottom, one, 1)
+    text += conv_relu(f"{at}/3x3_reduce", bottom, reduce3, 1) + conv_relu(
+        f"{at}/3x3", f"{at}/3x3_reduce", three, 3, pad=1
+    )
+    text += conv_relu(f"{at}/5x5_reduce", bottom, reduce5, 1) + conv_relu(
+        f"{at}/5x5", f"{at}/5x5_reduce", five, 5, pad=2
+    )
+    text += (
+        f'layer {{ name: "{at}/pool" type: "Pooling" bottom: "{bottom}" top: "{at}/pool" '
+        "pooling_param { pool: MAX kernel_size: 3 stride: 1 pad: 1 } }\n"
+    )
+    text += conv_relu(f"{at}/pool_proj", f"{at}/pool", proj, 1)
+    branches = " ".join(f'bottom: "{at}/{b}"' for b in ("1x1", "3x3", "5x5", "pool_proj"))
+    return text + f'layer {{ name: "{at}/output" type: "Concat" {branches} top: "{at}/output" }}\n'
+
+
+def googlenet(batch: int = 32) -> str:
+    text = 'name: "GoogLeNet"\n' + input_layer(batch, 3, 224)
+    text += conv_relu("conv1", "data", 64, 7, stride=2, pad=3) + pool("pool1", "conv1", "MAX", 3, 2)
+    text += lrn("norm1", "pool1") + conv_relu("conv2_reduce", "norm1", 64, 1)
+    text += conv_relu("conv2", "conv2_reduce", 192, 3, pad=1) + lrn("norm2", "conv2")
+    text += pool("pool2", "norm2", "MAX", 3, 2)
+    bottom = "pool2"
+    for name in INCEPTIONS:
+        text += inception(name, bottom)
+        bottom = f"inception_{name}/output"
+        if name in ("3b", "4e"):
+            text += pool(f"pool_{name}", bottom, "MAX", 3, 2)
+            bottom = f"pool_{name}"
+    text += pool("pool5", bottom, "AVE", 7, 1)
+    text += (
+        'layer { name: "drop5" type: "Dropout" bottom: "pool5" top: "pool5" '
+        "dropout_param { dropout_ratio: 0.4 } }\n"
+    )
+    return text + fc("classifier", "pool5", 1000) + loss("classifier")
+
+
+NETS = {"cifar10_quick": cifar10_quick, "caffenet": caffenet, "resnet18": resnet18, "googlenet": googlenet}
 
 if __name__ == "__main__":
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else ".")

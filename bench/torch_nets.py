@@ -98,4 +98,50 @@ def lenet() -> Any:
     )
 
 
-MODELS = {"cifar10_quick": cifar10_quick, "caffenet": caffenet, "resnet18": resnet18, "lenet": lenet}
+def googlenet() -> Any:
+    import torch
+    from torch import nn
+
+    from bench.nets import INCEPTIONS
+
+    def conv_relu(cin: int, cout: int, k: int, stride: int = 1, pad: int = 0) -> Any:
+        return nn.Sequential(nn.Conv2d(cin, cout, k, stride, pad), nn.ReLU(inplace=True))
+
+    class Inception(nn.Module):
+        def __init__(self, cin: int, one: int, r3: int, three: int, r5: int, five: int, proj: int) -> None:
+            super().__init__()
+            self.one = conv_relu(cin, one, 1)
+            self.three = nn.Sequential(conv_relu(cin, r3, 1), conv_relu(r3, three, 3, pad=1))
+            self.five = nn.Sequential(conv_relu(cin, r5, 1), conv_relu(r5, five, 5, pad=2))
+            self.proj = nn.Sequential(nn.MaxPool2d(3, 1, 1, ceil_mode=True), conv_relu(cin, proj, 1))
+            self.width = one + three + five + proj
+
+        def forward(self, x: Any) -> Any:
+            return torch.cat([self.one(x), self.three(x), self.five(x), self.proj(x)], 1)
+
+    layers: list[Any] = [
+        conv_relu(3, 64, 7, 2, 3),
+        nn.MaxPool2d(3, 2, ceil_mode=True),
+        nn.LocalResponseNorm(5, 1e-4, 0.75),
+        conv_relu(64, 64, 1),
+        conv_relu(64, 192, 3, pad=1),
+        nn.LocalResponseNorm(5, 1e-4, 0.75),
+        nn.MaxPool2d(3, 2, ceil_mode=True),
+    ]
+    width = 192
+    for name, sizes in INCEPTIONS.items():
+        layers.append(Inception(width, *sizes))
+        width = layers[-1].width
+        if name in ("3b", "4e"):
+            layers.append(nn.MaxPool2d(3, 2, ceil_mode=True))
+    layers += [nn.AvgPool2d(7, 1), nn.Dropout(0.4), nn.Flatten(), nn.Linear(width, 1000)]
+    return nn.Sequential(*layers)
+
+
+MODELS = {
+    "cifar10_quick": cifar10_quick,
+    "caffenet": caffenet,
+    "resnet18": resnet18,
+    "lenet": lenet,
+    "googlenet": googlenet,
+}

@@ -3,10 +3,15 @@
 #
 #     tools/gpu_check.sh [--wheels DIR] [--budget SECONDS]
 #
-# 1. the engine's whole test suite, with cupy (its GPU cases run where cupy imports);
-# 2. training through engine.trainer.Trainer, what the app's Train runs, on the GPU (tools/gpu_train.py);
-# 3. python -m bench.lenet_train --gpu --batch 64 1024 (the engine against torch eager, side by side);
-# 4. main.py time --gpu on LeNet, CIFAR-10 quick and GoogLeNet-mini (resources/examples/inception.prototxt);
+# 1. the engine suite's GPU cases (pytest -k cupy: every layer, solver and net test's cupy case, the
+#    fused kernels against the plain-cupy path, CUDA graphs against the eager path);
+# 2. the layer and solver tests' GPU cases again on the plain-cupy path (ENGINE_KERNELS=0, no graphs);
+# 3. training through engine.trainer.Trainer, what the app's Train runs, on the GPU (tools/gpu_train.py);
+# 4. python -m bench.gpu_nets: LeNet b64 and b1024, CIFAR-10 quick b100 and GoogLeNet b32, the engine
+#    (eager and with CUDA graphs) against torch eager and torch's whole-step CUDA graph, ms/step and
+#    peak GPU memory, side by side;
+#    (and tools/gpu_model_use.py before it: dataset -> train -> classify, evaluate, compare-init, --gpu 0);
+# 5. main.py time --gpu on LeNet, CIFAR-10 quick and GoogLeNet-mini (resources/examples/inception.prototxt);
 # then a summary of each stage. It needs python3 with numpy, protobuf, pytest and cupy (torch for the
 # comparison); the engine's other dependencies (h5py, lmdb, Pillow, threadpoolctl, networkx, ...) are
 # installed from DIR (a folder of wheels; `pip download -d DIR h5py lmdb Pillow threadpoolctl networkx
@@ -93,11 +98,16 @@ fi
 $PY -c "import cupy; p = cupy.cuda.runtime.getDeviceProperties(0); print('device:', p['name'].decode(), '· cupy', cupy.__version__)"
 
 XDIST=""
-$PY -c "import xdist" 2>/dev/null && XDIST="-n $(($(nproc) > 8 ? 8 : $(nproc)))"
+$PY -c "import xdist" 2>/dev/null && XDIST="-n $(($(nproc) > 12 ? 12 : $(nproc)))"
+PYTEST="$PY -m pytest -q -p no:cacheprovider --continue-on-collection-errors --tb=short $XDIST"
 # shellcheck disable=SC2086
-stage "engine tests with cupy" 55 $PY -m pytest -q -p no:cacheprovider $XDIST tests/engine
+stage "engine tests with cupy" 45 $PYTEST tests/engine -k cupy
+# shellcheck disable=SC2086
+stage "the plain-cupy path (ENGINE_KERNELS=0)" 25 env ENGINE_KERNELS=0 ENGINE_CUDA_GRAPHS=0 \
+  $PYTEST tests/engine/test_layer_*.py tests/engine/test_solvers.py -k cupy
 stage "training on the GPU (Trainer)" 15 $PY tools/gpu_train.py
-stage "bench.lenet_train --gpu" 40 $PY -m bench.lenet_train --gpu --batch 64 1024
+stage "dataset, train, classify, evaluate, compare-init on the GPU" 20 $PY tools/gpu_model_use.py
+stage "bench.gpu_nets" 60 $PY -m bench.gpu_nets
 for net in lenet cifar10_quick inception; do
   stage "main.py time --gpu $net" 33 $PY tools/gpu_train.py --time "$net"
 done

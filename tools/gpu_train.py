@@ -36,6 +36,7 @@ SOLVER = (
     " snapshot_after_train: false"  # the curves are compared; nothing is written (not into the checkout)
 )
 AGREE = 1e-3  # float32 on two devices: the sums run in other orders, and 50 steps carry the differences on
+DRIFTS = 10  # ... as far as a one-ulp nudge of the weights carries the CPU's own run, give or take
 
 
 def solver_param(batch_size: int = 64) -> caffe_pb2.SolverParameter:
@@ -67,24 +68,35 @@ def train(gpu: bool, weights: list[np.ndarray]) -> tuple[bool, list[float]]:
     return finished, losses
 
 
+def largest_difference(a: list[float], b: list[float]) -> float:
+    return max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
+
+
 def check_training() -> int:
+    """The GPU's curve against the CPU's, judged by how far float32 training drifts on its own: the
+    CPU again from weights nudged by one unit in the last place is the yardstick."""
     backend.set_mode_cpu()
     start = create_solver(solver_param(), log_fn=lambda line: None)
     weights = [backend.to_host(blob.data).copy() for blob in start.net.learnable_params]
+    nudged = [np.nextafter(w, np.float32(np.inf)) for w in weights]
     cpu_done, cpu = train(False, weights)
+    _, cpu_nudged = train(False, nudged)
     gpu_done, gpu = train(True, weights)
     if not (cpu_done and gpu_done) or len(cpu) != len(gpu) or not gpu:
         print(f"FAILED: CPU run finished {cpu_done} ({len(cpu)} iterations), GPU {gpu_done} ({len(gpu)})")
         return 1
-    worst = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(cpu, gpu))
+    worst = largest_difference(cpu, gpu)
+    drift = largest_difference(cpu, cpu_nudged)
     print("CPU losses:", " ".join(f"{v:.5f}" for v in cpu[::10]))
     print("GPU losses:", " ".join(f"{v:.5f}" for v in gpu[::10]))
-    verdict = "agree" if worst <= AGREE and np.isfinite(gpu).all() else "DISAGREE"
+    agree = np.isfinite(gpu).all() and (worst <= AGREE or worst <= DRIFTS * drift)
+    verdict = "agree" if agree else "DISAGREE"
     print(
         f"Trainer on the GPU: {len(gpu)} iterations, loss {gpu[0]:.4f} -> {gpu[-1]:.4f}; "
-        f"the CPU's curve and the GPU's {verdict} (largest relative difference {worst:.2e})"
+        f"the CPU's curve and the GPU's {verdict} (largest relative difference {worst:.2e}; the CPU "
+        f"from weights one ulp apart drifts {drift:.2e})"
     )
-    return 0 if verdict == "agree" else 1
+    return 0 if agree else 1
 
 
 def time_net(name: str) -> int:

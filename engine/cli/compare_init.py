@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from engine import events
+from engine import backend, events
 from engine.experiments import events as exp
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "at most a tenth of the run)")  # fmt: skip
     p.add_argument("--test-iter", type=int, help="test batches per test (default: the solver's, at most 10)")
     p.add_argument("--stats-every", type=int, default=1, help="per-layer statistics every N iterations")
+    p.add_argument("--gpu", default="", metavar="ID", help="train the variants on this GPU")
 
 
 def variant(text: str) -> Variant:
@@ -81,6 +82,10 @@ def run(args: argparse.Namespace, picture: Picture | None = None) -> int:
         count = len(variants)
         raise common.CliError(f"give {MIN_VARIANTS} to {MAX_VARIANTS} variants to compare, not {count}")
     common.require_file(args.solver, "--solver")
+    if args.gpu:
+        common.set_device(common.parse_gpus(args.gpu)[0])
+    else:
+        backend.set_mode_cpu()
     param = read_solver(args.solver)
     nets = solver_nets(param)
     data_paths = bundled_data(nets, data_beside(param), lambda line: print(line, file=sys.stderr))
@@ -89,7 +94,7 @@ def run(args: argparse.Namespace, picture: Picture | None = None) -> int:
     experiment = CompareInit(
         param, variants, args.iterations, args.seed, layers, progress,
         test_interval=args.test_interval, test_iter=args.test_iter, stats_every=args.stats_every,
-        data_paths=data_paths,
+        data_paths=data_paths, xp=backend.array_module(),
     )  # fmt: skip
     files = [args.solver, param.net, param.train_net, *param.test_net]
     with pymodules.for_nets(files, nets), warnings.catch_warnings():

@@ -75,3 +75,12 @@ def test_bad_input_is_one_line_and_exit_2(bundled, capsys, args, words):
 def test_a_missing_solver_is_one_line(capsys, tmp_path):
     assert main.main(["compare-init", "--solver", str(tmp_path / "none.prototxt")]) == 2
     assert capsys.readouterr().err.strip().endswith("none.prototxt: no such file")
+
+
+def test_gpu_flag_without_a_usable_gpu_is_one_line(bundled, capsys, monkeypatch):
+    from engine import backend
+
+    monkeypatch.setattr(backend, "gpu_unavailable_reason", lambda: "no CUDA device")
+    assert compare("--variant", "xavier", "--variant", "msra", "--gpu", "0") == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(err) == 1 and "no GPU is usable here: no CUDA device" in err[0]
