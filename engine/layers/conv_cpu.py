@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from engine import backend, parallel
+from engine import backend, cpu_cache, parallel
 
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
-# the copy that writes them and the GEMM that reads them (CIFAR-10 quick's conv2 ran best near 2 MiB).
-BLOCK_BYTES = 2 << 20
+# the copy that writes them and the GEMM that reads them: from this machine's caches (2 MiB unknown).
+BLOCK_BYTES = cpu_cache.machine_block_bytes(2 << 20)
 BATCH_LAST_WIDTH = 20  # outputs narrower than this (with stride 1) take the batch-last layout
 GROUP_COLUMNS = 128  # a batch-last group holds about this many output columns' worth of images
 GATHER_MAX_GROWTH = (
