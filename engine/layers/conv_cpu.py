@@ -5,8 +5,8 @@ columns (G, Kg, M), row (c, kh, kw) as Caffe's, Kg = C / G kh kw. What changes i
 come from and how large the pieces are:
 * Columns are made for a block of about ``BLOCK_BYTES``, multiplied while they are still in the
   core's cache, and dropped: forward Y (G, O/G, M) = W (G, O/G, Kg) cols, copied back to
-  (N, O, OH, OW) with the bias added in that copy; weight gradient dW += dY cols^T, dY's block
-  gathered into the columns' order.
+  (N, O, OH, OW) with the bias added in that copy; weight gradient dW += dY cols^T (made as its
+  transpose cols dY^T where BLAS runs that faster), dY's block gathered into the columns' order.
 * The copy that makes columns is as fast as the runs it moves are long. On large maps (or strides),
   a block is some images, or some output rows of one, of the zero-padded input (``ImageMajor``):
   runs of OW values. On small maps with stride 1 (CIFAR's 16 x 16, ResNet's 7 x 7), runs of OW
@@ -43,6 +43,8 @@ GROUP_COLUMNS = 128  # a batch-last group holds about this many output columns' 
 GATHER_MAX_GROWTH = (
     1.3  # the stride-1 data gradient gathers when the input has at most this many more positions
 )
+DW_TRANSPOSED_POSITIONS = 8  # the weight gradient is made transposed from this many times O/G positions
+DW_BLOCK_POSITIONS = 4  # weight-gradient blocks hold at least this many times O/G positions
 MIN_GROUP_CHANNELS = 4  # fewer input channels per group (depthwise): tiny GEMMs, the reference path
 
 Block = tuple[int, int, int, int]  # images a..b, output rows r0..r1
@@ -73,13 +75,14 @@ class Blocks:
     """Blocks (a, b, r0, r1) of a conv output: images a..b, output rows r0..r1, whose columns
     (``position_bytes`` per output position) take about BLOCK_BYTES; ``most``: the most positions of one."""
 
-    def __init__(self, out: tuple[int, ...], position_bytes: int) -> None:
+    def __init__(self, out: tuple[int, ...], position_bytes: int, block_bytes: int = 0) -> None:
         self.out = out
+        block_bytes = block_bytes or BLOCK_BYTES
         per_image = out[0] * out[1] * position_bytes
-        if per_image <= BLOCK_BYTES:
-            self.images, self.rows = max(1, BLOCK_BYTES // per_image), out[0]
+        if per_image <= block_bytes:
+            self.images, self.rows = max(1, block_bytes // per_image), out[0]
         else:
-            self.images, self.rows = 1, max(1, min(out[0], BLOCK_BYTES // (out[1] * position_bytes)))
+            self.images, self.rows = 1, max(1, min(out[0], block_bytes // (out[1] * position_bytes)))
         self.most = self.images * self.rows * out[1]
 
     def of(self, first: int, stop: int) -> Iterator[Block]:
@@ -129,10 +132,17 @@ class ImageMajor:
     (image, row, column). ``size``: the range threads split (images)."""
 
     def __init__(
-        self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+        self,
+        a: Any,
+        pad: tuple[int, ...],
+        geometry: Geometry,
+        position_bytes: int,
+        ws: Any,
+        name: str,
+        block_bytes: int = 0,
     ):
         self.padded, self.geometry = padded_copy(a, pad, ws, name), geometry
-        self.blocks = Blocks(geometry.out, position_bytes)
+        self.blocks = Blocks(geometry.out, position_bytes, block_bytes)
         self.most, self.size = self.blocks.most, a.shape[0]
 
     def units(self, first: int, stop: int, tag: int) -> Iterator[tuple[Block, Any]]:
@@ -169,13 +179,15 @@ class ImageMajor:
             np.add(source, shift, out=target)
 
 
-def group_plan(n: int, out: tuple[int, ...], position_bytes: int) -> tuple[int, int, int]:
+def group_plan(
+    n: int, out: tuple[int, ...], position_bytes: int, block_bytes: int = 0
+) -> tuple[int, int, int]:
     """Batch-last groups of a batch of n: (groups, the most images in one, output rows per block)."""
     (oh, ow), threads = out, parallel.threads()
     # groups of about GROUP_COLUMNS // ow images, as many as a multiple of the threads
     groups = max(1, min(n, threads * -(-n // (threads * max(1, -(-GROUP_COLUMNS // ow))))))
     images = max(1, -(-n // groups))  # groups split the batch evenly
-    return groups, images, max(1, min(oh, BLOCK_BYTES // (ow * images * position_bytes)))
+    return groups, images, max(1, min(oh, (block_bytes or BLOCK_BYTES) // (ow * images * position_bytes)))
 
 
 class BatchLast:
@@ -184,11 +196,18 @@ class BatchLast:
     split (groups)."""
 
     def __init__(
-        self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+        self,
+        a: Any,
+        pad: tuple[int, ...],
+        geometry: Geometry,
+        position_bytes: int,
+        ws: Any,
+        name: str,
+        block_bytes: int = 0,
     ):
         self.a, self.pad, self.geometry, self.ws, self.name = a, pad, geometry, ws, name
         n, ow = a.shape[0], geometry.out[1]
-        self.groups, self.images, self.rows = group_plan(n, geometry.out, position_bytes)
+        self.groups, self.images, self.rows = group_plan(n, geometry.out, position_bytes, block_bytes)
         self.most, self.size = self.rows * ow * self.images, self.groups if n else 0
 
     def group(self, first: int, stop: int, tag: int) -> Any:
@@ -284,11 +303,18 @@ def takes_batch_last(geometry: Geometry) -> bool:
 
 
 def source_for(
-    a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+    a: Any,
+    pad: tuple[int, ...],
+    geometry: Geometry,
+    position_bytes: int,
+    ws: Any,
+    name: str,
+    block_bytes: int = 0,
 ) -> Any:
-    """The layout whose columns copy the longer runs for this geometry (see the module's text)."""
+    """The layout whose columns copy the longer runs for this geometry (see the module's text);
+    blocks of about ``block_bytes`` of columns (0: BLOCK_BYTES)."""
     kind = BatchLast if takes_batch_last(geometry) else ImageMajor
-    return kind(a, pad, geometry, position_bytes, ws, name)
+    return kind(a, pad, geometry, position_bytes, ws, name, block_bytes)
 
 
 def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws: Any, tag: str) -> None:
@@ -361,29 +387,50 @@ class CpuConv:
         from the same blocks of dY while they are in cache)."""
         ws, g, og = self.workspace, self.g, self.o // self.g
         kg = dw[0].size
-        source = source_for(x, self.pad, self.windows, g * kg * x.itemsize, ws, "x")
+        # Each block's product (O/G x Kg) is added to the sum: blocks of at least 4 O/G positions
+        # keep those adds small beside the GEMMs (ResNet's 7 x 7 maps, O = 512: one block a thread).
+        position_bytes = g * kg * x.itemsize
+        block_bytes = max(BLOCK_BYTES, DW_BLOCK_POSITIONS * og * position_bytes)
+        source = source_for(x, self.pad, self.windows, position_bytes, ws, "x", block_bytes)
         parts: dict[int, tuple[Any, Any]] = {}
+        # dW^T (G, Kg, O/G) = cols dY^T is a shape BLAS runs faster than dY cols^T where O/G is small
+        # (3x3 convs, a core: O = 64, 212 against 155 GFLOP/s; CIFAR's O = 32, 191 against 109; O =
+        # 512, the same), but it ends with a transposed add of dW, as slow as a GEMM over ~600
+        # positions (numpy's transposes are not blocked): taken where the batch has 8 O/G positions.
+        transposed = dy[:, 0].size >= DW_TRANSPOSED_POSITIONS * og
+        shape = (g, kg, og) if transposed else (g, og, kg)
 
         def work(first: int, stop: int) -> None:
             col = backend.scratch("conv_col", (g * kg * source.most,), x.dtype)
             grad = backend.scratch("conv_product", (self.o * source.most,), x.dtype)
-            total = ws.get(f"dw{first}", (g, og, kg), x.dtype, np)
-            product = ws.get(f"dw_part{first}", (g, og, kg), x.dtype, np)
+            total = ws.get(f"dw{first}", shape, x.dtype, np)
+            product = ws.get(f"dw_part{first}", shape, x.dtype, np)
             bias = ws.get(f"db{first}", (self.o,), x.dtype, np)
-            total[...] = 0
             bias[...] = 0
+            empty = True
             for block, part in source.units(first, stop, first):
                 cols = source.columns(block, part, col)
                 block_dy = source.gather(dy, block, grad)
-                np.matmul(block_dy, cols.transpose(0, 2, 1), out=product)
-                total += product
+                out = total if empty else product  # the first block's product is the sum so far
+                if transposed:
+                    np.matmul(cols, block_dy.transpose(0, 2, 1), out=out)
+                else:
+                    np.matmul(block_dy, cols.transpose(0, 2, 1), out=out)
+                if not empty:
+                    total += product
+                empty = False
                 if db is not None:
                     bias += block_dy.reshape(self.o, -1).sum(axis=1)
+            if empty:
+                total[...] = 0
             parts[first] = total, bias
 
         parallel.run(work, source.size, np)
         order = sorted(parts)  # a fixed order per thread count
-        dw += sum(parts[k][0] for k in order).reshape(dw.shape)
+        summed = parts[order[0]][0]
+        for k in order[1:]:
+            summed += parts[k][0]
+        dw += (summed.transpose(0, 2, 1) if transposed else summed).reshape(dw.shape)
         if db is not None:
             db += sum(parts[k][1] for k in order)
 

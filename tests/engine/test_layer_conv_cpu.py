@@ -84,6 +84,22 @@ def test_cpu_path_equals_reference(blocking, layout, kind, fields, shape):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=what)
 
 
+@pytest.mark.parametrize("orientation", ["dY cols^T", "(cols dY^T)^T"])
+@pytest.mark.parametrize("kind, fields, shape", GEOMETRIES)
+def test_weight_gradient_either_way_round_equals_reference(monkeypatch, orientation, kind, fields, shape):
+    """The weight gradient's GEMM, dY cols^T or its transpose, gives the reference's numbers, in
+    blocks of a row (and with large blocks: one product, no sum)."""
+    monkeypatch.setattr(conv_cpu, "MIN_GROUP_CHANNELS", 1)
+    monkeypatch.setattr(conv_cpu, "DW_TRANSPOSED_POSITIONS", 0 if orientation[0] == "(" else 1 << 30)
+    for block_positions in (0, 1 << 20):
+        monkeypatch.setattr(conv_cpu, "BLOCK_BYTES", 1)
+        monkeypatch.setattr(conv_cpu, "DW_BLOCK_POSITIONS", block_positions)
+        fast = passes(kind, fields, shape, fast=True)
+        reference = passes(kind, fields, shape, fast=False)
+        for what, a, b in zip(("top", "weight diff", "bias diff", "bottom diff"), fast, reference):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=what)
+
+
 def test_cpu_path_takes_real_nets_2d_convolutions():
     """It runs where the speed is needed (2-D, numpy, some channels per group), and not elsewhere."""
     assert conv_cpu.applies(np, 2, 3, 1) and conv_cpu.applies(np, 2, 256, 2)
