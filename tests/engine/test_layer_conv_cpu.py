@@ -93,7 +93,7 @@ def test_weight_gradient_either_way_round_equals_reference(monkeypatch, orientat
     monkeypatch.setattr(conv_cpu, "DW_TRANSPOSED_POSITIONS", 0 if orientation[0] == "(" else 1 << 30)
     for block_positions in (0, 1 << 20):
         monkeypatch.setattr(conv_cpu, "BLOCK_BYTES", 1)
-        monkeypatch.setattr(conv_cpu, "DW_BLOCK_POSITIONS", block_positions)
+        monkeypatch.setattr(conv_cpu, "ROW_POSITIONS", block_positions)
         fast = passes(kind, fields, shape, fast=True)
         reference = passes(kind, fields, shape, fast=False)
         for what, a, b in zip(("top", "weight diff", "bias diff", "bottom diff"), fast, reference):
