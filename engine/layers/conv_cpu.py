@@ -69,6 +69,10 @@ class Geometry:
         (dh, dw), (sh, sw) = self.dilation, self.stride
         return dh * s_h, dw * s_w, sh * s_h, sw * s_w
 
+    def pointwise(self) -> bool:
+        """A 1 x 1 kernel with stride 1: an image's columns are its rows of input as they are."""
+        return tuple(self.kernel) == (1, 1) and tuple(self.stride) == (1, 1)
+
     def positions(self, block: Block) -> int:
         a, b, r0, r1 = block
         return (b - a) * (r1 - r0) * self.out[1]
@@ -78,11 +82,15 @@ class Blocks:
     """Blocks (a, b, r0, r1) of a conv output: images a..b, output rows r0..r1, whose columns
     (``position_bytes`` per output position) take about BLOCK_BYTES; ``most``: the most positions of one."""
 
-    def __init__(self, out: tuple[int, ...], position_bytes: int, block_bytes: int = 0) -> None:
+    def __init__(
+        self, out: tuple[int, ...], position_bytes: int, block_bytes: int = 0, one_image: bool = False
+    ) -> None:
         self.out = out
         block_bytes = block_bytes or BLOCK_BYTES
         per_image = out[0] * out[1] * position_bytes
-        if per_image <= block_bytes:
+        if one_image:
+            self.images, self.rows = 1, out[0]
+        elif per_image <= block_bytes:
             self.images, self.rows = max(1, block_bytes // per_image), out[0]
         else:
             self.images, self.rows = 1, max(1, min(out[0], block_bytes // (out[1] * position_bytes)))
@@ -145,17 +153,32 @@ class ImageMajor:
         block_bytes: int = 0,
     ):
         self.padded, self.geometry = padded_copy(a, pad, ws, name), geometry
-        self.blocks = Blocks(geometry.out, position_bytes, block_bytes)
+        # 1 x 1, stride 1: blocks of one whole image, multiplied as they are (no columns made)
+        self.blocks = Blocks(geometry.out, position_bytes, block_bytes, geometry.pointwise())
         self.most, self.size = self.blocks.most, a.shape[0]
 
     def units(self, first: int, stop: int, tag: int) -> Iterator[tuple[Block, Any]]:
         for block in self.blocks.of(first, stop):
             yield block, self.padded
 
+    def target(self, y: Any, block: Block) -> Any:
+        """The block of y (N, O, OH, OW) as the (G, O/G, M) matrix a GEMM can write (a view: one
+        image's rows are columns in order), or None (several images: the product is scattered)."""
+        a, b, r0, r1 = block
+        if b - a != 1:
+            return None
+        ow = y.shape[3]
+        return y[a].reshape(self.geometry.groups, y.shape[1] // self.geometry.groups, -1)[
+            ..., r0 * ow : r1 * ow
+        ]
+
     def columns(self, block: Block, source: Any, scratch: Any) -> Any:
-        """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw)."""
+        """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw); for a 1 x 1 kernel with
+        stride 1 and one image, the input's rows as they are (no copy)."""
         a, b, r0, r1 = block
         (kh, kw), ow, c = self.geometry.kernel, self.geometry.out[1], source.shape[1]
+        if self.geometry.pointwise() and b - a == 1 and ow == source.shape[3]:
+            return source[a, :, r0:r1].reshape(self.geometry.groups, c // self.geometry.groups, -1)
         s_n, s_c, s_h, s_w = source.strides
         i, j, r, col = self.geometry.window_strides(s_h, s_w)
         shape = (c, kh, kw, b - a, r1 - r0, ow)
@@ -266,6 +289,10 @@ class BatchLast:
         (ph, pw), (h, w) = self.pad, out.shape[2:]
         np.copyto(out[first:stop], frame[:, ph : ph + h, pw : pw + w].transpose(3, 0, 1, 2))
 
+    def target(self, y: Any, block: Block) -> None:
+        """None: batch-last products are always scattered (their columns' order is not y's)."""
+        return None
+
     def columns(self, block: Block, source: Any, scratch: Any) -> Any:
         """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw)."""
         a, b, r0, r1 = block
@@ -302,7 +329,7 @@ class BatchLast:
 
 def takes_batch_last(geometry: Geometry) -> bool:
     """Small stride-1 outputs: their runs of OW values are short, batch-last's OW x images are not."""
-    return geometry.stride[1] == 1 and geometry.out[1] < BATCH_LAST_WIDTH
+    return geometry.stride[1] == 1 and geometry.out[1] < BATCH_LAST_WIDTH and not geometry.pointwise()
 
 
 def source_for(
@@ -333,9 +360,13 @@ def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws
         product = backend.scratch("conv_product", (g * og * source.most,), x.dtype)
         for block, part in source.units(first, stop, first):
             m = geometry.positions(block)
-            out = product[: g * og * m].reshape(g, og, m)
+            direct = source.target(y, block)
+            out = product[: g * og * m].reshape(g, og, m) if direct is None else direct
             np.matmul(w, source.columns(block, part, col), out=out)
-            source.scatter(out, y, block, shift)
+            if direct is None:
+                source.scatter(out, y, block, shift)
+            elif shift is not None:
+                y[block[0], :, block[2] : block[3]] += shift
 
     parallel.run(work, source.size, np)
 

@@ -27,6 +27,11 @@ GEOMETRIES = [
     ("Convolution", {"num_output": 5, "kernel_size": 2, "pad": 3}, (2, 4, 3, 3)),  # pad past the extent
     ("Convolution", {"num_output": 6, "kernel_size": 11, "stride": 4}, (2, 3, 27, 27)),
     ("Convolution", {"num_output": 6, "kernel_size": 5}, (3, 4, 12, 12)),  # LeNet's conv2: a scatter
+    ("Convolution", {"num_output": 6, "kernel_size": 1}, (3, 4, 5, 7)),  # 1 x 1: no columns made
+    ("Convolution", {"num_output": 4, "kernel_size": 1, "dilation": 2, "group": 2}, (2, 8, 6, 3)),
+    ("Convolution", {"num_output": 4, "kernel_h": 1, "kernel_w": 1, "pad_h": 1, "pad_w": 0}, (2, 4, 5, 6)),
+    ("Convolution", {"num_output": 6, "kernel_size": 1, "pad": 1, "group": 2}, (2, 8, 4, 5)),
+    ("Deconvolution", {"num_output": 5, "kernel_size": 1}, (2, 6, 4, 4)),
     ("Deconvolution", {"num_output": 4, "kernel_size": 3, "pad": 1}, (2, 6, 5, 4)),
     ("Deconvolution", {"num_output": 6, "kernel_size": 4, "stride": 2, "pad": 1, "group": 2}, (2, 8, 4, 5)),
 ]
@@ -108,6 +113,22 @@ def test_cpu_path_takes_real_nets_2d_convolutions():
     layer = make_layer(conv_text("Convolution", {"num_output": 4, "kernel_size": 3}))
     layer.setup([random_blob((2, 4, 6, 6))], blobs(1))
     assert isinstance(layer.cpu, conv_cpu.CpuConv)
+
+
+def test_pointwise_columns_are_the_input_itself():
+    """A 1 x 1 stride-1 convolution multiplies each image's rows as they are: blocks of one image,
+    columns that are a view of the input, products written straight into the top."""
+    ws = conv_cpu.backend.Workspace()
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    geometry = conv_cpu.Geometry((1, 1), (1, 1), (1, 1), (4, 5), 1)
+    source = conv_cpu.source_for(x, (0, 0), geometry, 12, ws, "p")
+    assert isinstance(source, conv_cpu.ImageMajor) and source.blocks.images == 1
+    for block, part in source.units(0, 2, 0):
+        cols = source.columns(block, part, np.empty(0, np.float32))
+        assert np.shares_memory(cols, x)
+        np.testing.assert_array_equal(cols[0], x[block[0]].reshape(3, -1))
+        y = np.zeros((2, 6, 4, 5), np.float32)
+        assert np.shares_memory(source.target(y, block), y)
 
 
 def test_cpu_path_picks_the_layout_with_the_longer_runs():
