@@ -501,7 +501,10 @@ class CpuConv:
             return
         full = (n, self.c, *(i + 2 * p for i, p in zip(self.conv_in, self.pad)))
         padded = backend.scratch("conv_dx_padded", full, dx.dtype) if any(self.pad) else dx
-        blocks = Blocks(self.windows.out, g * kg * dy.itemsize)
+        position_bytes = g * kg * dy.itemsize
+        blocks = Blocks(
+            self.windows.out, position_bytes, max(BLOCK_BYTES, ROW_POSITIONS * self.o // g * position_bytes)
+        )
         s_n, s_c, s_h, s_w = padded.strides
 
         def images(first: int, stop: int) -> None:

@@ -23,6 +23,8 @@ GEOMETRIES = [
         {"num_output": 4, "kernel_h": 2, "kernel_w": 4, "stride_h": 3, "stride_w": 1},
         (2, 4, 8, 7),
     ),
+    ("Convolution", {"num_output": 4, "kernel_size": 3, "stride": 2, "dilation": 2, "pad": 1}, (2, 3, 9, 10)),
+    ("Convolution", {"num_output": 3, "kernel_size": 2, "stride": 3, "pad": 2}, (2, 4, 7, 8)),
     ("Convolution", {"num_output": 3, "kernel_size": 3, "stride": 2}, (2, 4, 4, 4)),  # far padding
     ("Convolution", {"num_output": 5, "kernel_size": 2, "pad": 3}, (2, 4, 3, 3)),  # pad past the extent
     ("Convolution", {"num_output": 6, "kernel_size": 11, "stride": 4}, (2, 3, 27, 27)),
