@@ -3,10 +3,13 @@
 The algorithm and the order of every sum over a column are the reference path's (engine.layers.conv):
 columns (G, Kg, M), row (c, kh, kw) as Caffe's, Kg = C / G kh kw. What changes is where the columns
 come from and how large the pieces are:
-* Columns are made for a block of about ``BLOCK_BYTES``, multiplied while they are still in the
-  core's cache, and dropped: forward Y (G, O/G, M) = W (G, O/G, Kg) cols, copied back to
-  (N, O, OH, OW) with the bias added in that copy; weight gradient dW += dY cols^T (made as its
-  transpose cols dY^T where BLAS runs that faster), dY's block gathered into the columns' order.
+* Columns are made for a block of about ``BLOCK_BYTES`` (from the machine's caches, at least
+  ``ROW_POSITIONS`` O/G positions), multiplied while they are still in the core's cache, and
+  dropped: forward Y (G, O/G, M) = W (G, O/G, Kg) cols, written by the GEMM into the top where a
+  block is one image's rows, else copied back to (N, O, OH, OW) with the bias added in that copy;
+  weight gradient dW += dY cols^T (made as its transpose cols dY^T where BLAS runs that faster),
+  dY's block gathered into the columns' order. A 1 x 1 kernel with stride 1 makes no columns: an
+  image's rows of input are its columns, as they are.
 * The copy that makes columns is as fast as the runs it moves are long. On large maps (or strides),
   a block is some images, or some output rows of one, of the zero-padded input (``ImageMajor``):
   runs of OW values. On small maps with stride 1 (CIFAR's 16 x 16, ResNet's 7 x 7), runs of OW
@@ -38,6 +41,10 @@ from engine import backend, cpu_cache, parallel
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
 # the copy that writes them and the GEMM that reads them: from this machine's caches (2 MiB unknown).
 BLOCK_BYTES = cpu_cache.machine_block_bytes(2 << 20)
+# Run lengths (in values) below which numpy's strided copies pay more per run than per value: not
+# cache sizes. Both were swept on the 2-core EPYC, forward + gradients of CIFAR's 16x16 and 8x8 and
+# ResNet's 28x28 to 7x7 convs: the width any of 16-28 (0, no batch-last: CIFAR's conv2 +40%), the
+# group any of 64-256 columns (32: CIFAR's conv2 +28%; 512: +12%).
 BATCH_LAST_WIDTH = 20  # outputs narrower than this (with stride 1) take the batch-last layout
 GROUP_COLUMNS = 128  # a batch-last group holds about this many output columns' worth of images
 GATHER_MAX_GROWTH = (
