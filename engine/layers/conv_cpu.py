@@ -3,10 +3,13 @@
 The algorithm and the order of every sum over a column are the reference path's (engine.layers.conv):
 columns (G, Kg, M), row (c, kh, kw) as Caffe's, Kg = C / G kh kw. What changes is where the columns
 come from and how large the pieces are:
-* Columns are made for a block of about ``BLOCK_BYTES``, multiplied while they are still in the
-  core's cache, and dropped: forward Y (G, O/G, M) = W (G, O/G, Kg) cols, copied back to
-  (N, O, OH, OW) with the bias added in that copy; weight gradient dW += dY cols^T, dY's block
-  gathered into the columns' order.
+* Columns are made for a block of about ``BLOCK_BYTES`` (from the machine's caches, at least
+  ``ROW_POSITIONS`` O/G positions), multiplied while they are still in the core's cache, and
+  dropped: forward Y (G, O/G, M) = W (G, O/G, Kg) cols, written by the GEMM into the top where a
+  block is one image's rows, else copied back to (N, O, OH, OW) with the bias added in that copy;
+  weight gradient dW += dY cols^T (made as its transpose cols dY^T where BLAS runs that faster),
+  dY's block gathered into the columns' order. A 1 x 1 kernel with stride 1 makes no columns: an
+  image's rows of input are its columns, as they are.
 * The copy that makes columns is as fast as the runs it moves are long. On large maps (or strides),
   a block is some images, or some output rows of one, of the zero-padded input (``ImageMajor``):
   runs of OW values. On small maps with stride 1 (CIFAR's 16 x 16, ResNet's 7 x 7), runs of OW
@@ -33,16 +36,25 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from engine import backend, parallel
+from engine import backend, cpu_cache, parallel
 
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
-# the copy that writes them and the GEMM that reads them (CIFAR-10 quick's conv2 ran best near 2 MiB).
-BLOCK_BYTES = 2 << 20
+# the copy that writes them and the GEMM that reads them: from this machine's caches (2 MiB unknown).
+BLOCK_BYTES = cpu_cache.machine_block_bytes(2 << 20)
+# Run lengths (in values) below which numpy's strided copies pay more per run than per value: not
+# cache sizes. Both were swept on the 2-core EPYC, forward + gradients of CIFAR's 16x16 and 8x8 and
+# ResNet's 28x28 to 7x7 convs: the width any of 16-28 (0, no batch-last: CIFAR's conv2 +40%), the
+# group any of 64-256 columns (32: CIFAR's conv2 +28%; 512: +12%).
 BATCH_LAST_WIDTH = 20  # outputs narrower than this (with stride 1) take the batch-last layout
 GROUP_COLUMNS = 128  # a batch-last group holds about this many output columns' worth of images
 GATHER_MAX_GROWTH = (
     1.3  # the stride-1 data gradient gathers when the input has at most this many more positions
 )
+DW_TRANSPOSED_POSITIONS = 8  # the weight gradient is made transposed from this many times O/G positions
+# Blocks hold at least this many positions per row of the weight (O/G): each GEMM packs the whole
+# weight (O/G x Kg) for its block (the weight gradient adds a product that size), so a block of few
+# positions beside a large weight (ResNet's 7 x 7 x 512, 14 x 14 x 256) wastes most of its time there.
+ROW_POSITIONS = 4
 MIN_GROUP_CHANNELS = 4  # fewer input channels per group (depthwise): tiny GEMMs, the reference path
 
 Block = tuple[int, int, int, int]  # images a..b, output rows r0..r1
@@ -64,6 +76,10 @@ class Geometry:
         (dh, dw), (sh, sw) = self.dilation, self.stride
         return dh * s_h, dw * s_w, sh * s_h, sw * s_w
 
+    def pointwise(self) -> bool:
+        """A 1 x 1 kernel with stride 1: an image's columns are its rows of input as they are."""
+        return tuple(self.kernel) == (1, 1) and tuple(self.stride) == (1, 1)
+
     def positions(self, block: Block) -> int:
         a, b, r0, r1 = block
         return (b - a) * (r1 - r0) * self.out[1]
@@ -73,13 +89,18 @@ class Blocks:
     """Blocks (a, b, r0, r1) of a conv output: images a..b, output rows r0..r1, whose columns
     (``position_bytes`` per output position) take about BLOCK_BYTES; ``most``: the most positions of one."""
 
-    def __init__(self, out: tuple[int, ...], position_bytes: int) -> None:
+    def __init__(
+        self, out: tuple[int, ...], position_bytes: int, block_bytes: int = 0, one_image: bool = False
+    ) -> None:
         self.out = out
+        block_bytes = block_bytes or BLOCK_BYTES
         per_image = out[0] * out[1] * position_bytes
-        if per_image <= BLOCK_BYTES:
-            self.images, self.rows = max(1, BLOCK_BYTES // per_image), out[0]
+        if one_image:
+            self.images, self.rows = 1, out[0]
+        elif per_image <= block_bytes:
+            self.images, self.rows = max(1, block_bytes // per_image), out[0]
         else:
-            self.images, self.rows = 1, max(1, min(out[0], BLOCK_BYTES // (out[1] * position_bytes)))
+            self.images, self.rows = 1, max(1, min(out[0], block_bytes // (out[1] * position_bytes)))
         self.most = self.images * self.rows * out[1]
 
     def of(self, first: int, stop: int) -> Iterator[Block]:
@@ -129,20 +150,42 @@ class ImageMajor:
     (image, row, column). ``size``: the range threads split (images)."""
 
     def __init__(
-        self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+        self,
+        a: Any,
+        pad: tuple[int, ...],
+        geometry: Geometry,
+        position_bytes: int,
+        ws: Any,
+        name: str,
+        block_bytes: int = 0,
     ):
         self.padded, self.geometry = padded_copy(a, pad, ws, name), geometry
-        self.blocks = Blocks(geometry.out, position_bytes)
+        # 1 x 1, stride 1: blocks of one whole image, multiplied as they are (no columns made)
+        self.blocks = Blocks(geometry.out, position_bytes, block_bytes, geometry.pointwise())
         self.most, self.size = self.blocks.most, a.shape[0]
 
     def units(self, first: int, stop: int, tag: int) -> Iterator[tuple[Block, Any]]:
         for block in self.blocks.of(first, stop):
             yield block, self.padded
 
+    def target(self, y: Any, block: Block) -> Any:
+        """The block of y (N, O, OH, OW) as the (G, O/G, M) matrix a GEMM can write (a view: one
+        image's rows are columns in order), or None (several images: the product is scattered)."""
+        a, b, r0, r1 = block
+        if b - a != 1:
+            return None
+        ow = y.shape[3]
+        return y[a].reshape(self.geometry.groups, y.shape[1] // self.geometry.groups, -1)[
+            ..., r0 * ow : r1 * ow
+        ]
+
     def columns(self, block: Block, source: Any, scratch: Any) -> Any:
-        """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw)."""
+        """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw); for a 1 x 1 kernel with
+        stride 1 and one image, the input's rows as they are (no copy)."""
         a, b, r0, r1 = block
         (kh, kw), ow, c = self.geometry.kernel, self.geometry.out[1], source.shape[1]
+        if self.geometry.pointwise() and b - a == 1 and ow == source.shape[3]:
+            return source[a, :, r0:r1].reshape(self.geometry.groups, c // self.geometry.groups, -1)
         s_n, s_c, s_h, s_w = source.strides
         i, j, r, col = self.geometry.window_strides(s_h, s_w)
         shape = (c, kh, kw, b - a, r1 - r0, ow)
@@ -169,13 +212,15 @@ class ImageMajor:
             np.add(source, shift, out=target)
 
 
-def group_plan(n: int, out: tuple[int, ...], position_bytes: int) -> tuple[int, int, int]:
+def group_plan(
+    n: int, out: tuple[int, ...], position_bytes: int, block_bytes: int = 0
+) -> tuple[int, int, int]:
     """Batch-last groups of a batch of n: (groups, the most images in one, output rows per block)."""
     (oh, ow), threads = out, parallel.threads()
     # groups of about GROUP_COLUMNS // ow images, as many as a multiple of the threads
     groups = max(1, min(n, threads * -(-n // (threads * max(1, -(-GROUP_COLUMNS // ow))))))
     images = max(1, -(-n // groups))  # groups split the batch evenly
-    return groups, images, max(1, min(oh, BLOCK_BYTES // (ow * images * position_bytes)))
+    return groups, images, max(1, min(oh, (block_bytes or BLOCK_BYTES) // (ow * images * position_bytes)))
 
 
 class BatchLast:
@@ -184,11 +229,18 @@ class BatchLast:
     split (groups)."""
 
     def __init__(
-        self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+        self,
+        a: Any,
+        pad: tuple[int, ...],
+        geometry: Geometry,
+        position_bytes: int,
+        ws: Any,
+        name: str,
+        block_bytes: int = 0,
     ):
         self.a, self.pad, self.geometry, self.ws, self.name = a, pad, geometry, ws, name
         n, ow = a.shape[0], geometry.out[1]
-        self.groups, self.images, self.rows = group_plan(n, geometry.out, position_bytes)
+        self.groups, self.images, self.rows = group_plan(n, geometry.out, position_bytes, block_bytes)
         self.most, self.size = self.rows * ow * self.images, self.groups if n else 0
 
     def group(self, first: int, stop: int, tag: int) -> Any:
@@ -244,6 +296,10 @@ class BatchLast:
         (ph, pw), (h, w) = self.pad, out.shape[2:]
         np.copyto(out[first:stop], frame[:, ph : ph + h, pw : pw + w].transpose(3, 0, 1, 2))
 
+    def target(self, y: Any, block: Block) -> None:
+        """None: batch-last products are always scattered (their columns' order is not y's)."""
+        return None
+
     def columns(self, block: Block, source: Any, scratch: Any) -> Any:
         """(G, Kg, M) columns of the block in ``scratch``, row (c, kh, kw)."""
         a, b, r0, r1 = block
@@ -280,21 +336,30 @@ class BatchLast:
 
 def takes_batch_last(geometry: Geometry) -> bool:
     """Small stride-1 outputs: their runs of OW values are short, batch-last's OW x images are not."""
-    return geometry.stride[1] == 1 and geometry.out[1] < BATCH_LAST_WIDTH
+    return geometry.stride[1] == 1 and geometry.out[1] < BATCH_LAST_WIDTH and not geometry.pointwise()
 
 
 def source_for(
-    a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, ws: Any, name: str
+    a: Any,
+    pad: tuple[int, ...],
+    geometry: Geometry,
+    position_bytes: int,
+    ws: Any,
+    name: str,
+    block_bytes: int = 0,
 ) -> Any:
-    """The layout whose columns copy the longer runs for this geometry (see the module's text)."""
+    """The layout whose columns copy the longer runs for this geometry (see the module's text);
+    blocks of about ``block_bytes`` of columns (0: BLOCK_BYTES)."""
     kind = BatchLast if takes_batch_last(geometry) else ImageMajor
-    return kind(a, pad, geometry, position_bytes, ws, name)
+    return kind(a, pad, geometry, position_bytes, ws, name, block_bytes)
 
 
 def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws: Any, tag: str) -> None:
     """y (N, O, OH, OW) = W (G, O/G, Kg) cols(x padded) (+ bias), a block at a time, on the pool's threads."""
     g, og, kg = w.shape
-    source = source_for(x, pad, geometry, g * kg * x.itemsize, ws, tag)
+    position_bytes = g * kg * x.itemsize
+    block_bytes = max(BLOCK_BYTES, ROW_POSITIONS * og * position_bytes)
+    source = source_for(x, pad, geometry, position_bytes, ws, tag, block_bytes)
     shift = None if bias is None else bias.reshape(-1, 1, 1)
 
     def work(first: int, stop: int) -> None:
@@ -302,9 +367,13 @@ def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws
         product = backend.scratch("conv_product", (g * og * source.most,), x.dtype)
         for block, part in source.units(first, stop, first):
             m = geometry.positions(block)
-            out = product[: g * og * m].reshape(g, og, m)
+            direct = source.target(y, block)
+            out = product[: g * og * m].reshape(g, og, m) if direct is None else direct
             np.matmul(w, source.columns(block, part, col), out=out)
-            source.scatter(out, y, block, shift)
+            if direct is None:
+                source.scatter(out, y, block, shift)
+            elif shift is not None:
+                y[block[0], :, block[2] : block[3]] += shift
 
     parallel.run(work, source.size, np)
 
@@ -361,29 +430,48 @@ class CpuConv:
         from the same blocks of dY while they are in cache)."""
         ws, g, og = self.workspace, self.g, self.o // self.g
         kg = dw[0].size
-        source = source_for(x, self.pad, self.windows, g * kg * x.itemsize, ws, "x")
+        position_bytes = g * kg * x.itemsize
+        block_bytes = max(BLOCK_BYTES, ROW_POSITIONS * og * position_bytes)
+        source = source_for(x, self.pad, self.windows, position_bytes, ws, "x", block_bytes)
         parts: dict[int, tuple[Any, Any]] = {}
+        # dW^T (G, Kg, O/G) = cols dY^T is a shape BLAS runs faster than dY cols^T where O/G is small
+        # (3x3 convs, a core: O = 64, 212 against 155 GFLOP/s; CIFAR's O = 32, 191 against 109; O =
+        # 512, the same), but it ends with a transposed add of dW, as slow as a GEMM over ~600
+        # positions (numpy's transposes are not blocked): taken where the batch has 8 O/G positions.
+        transposed = dy[:, 0].size >= DW_TRANSPOSED_POSITIONS * og
+        shape = (g, kg, og) if transposed else (g, og, kg)
 
         def work(first: int, stop: int) -> None:
             col = backend.scratch("conv_col", (g * kg * source.most,), x.dtype)
             grad = backend.scratch("conv_product", (self.o * source.most,), x.dtype)
-            total = ws.get(f"dw{first}", (g, og, kg), x.dtype, np)
-            product = ws.get(f"dw_part{first}", (g, og, kg), x.dtype, np)
+            total = ws.get(f"dw{first}", shape, x.dtype, np)
+            product = ws.get(f"dw_part{first}", shape, x.dtype, np)
             bias = ws.get(f"db{first}", (self.o,), x.dtype, np)
-            total[...] = 0
             bias[...] = 0
+            empty = True
             for block, part in source.units(first, stop, first):
                 cols = source.columns(block, part, col)
                 block_dy = source.gather(dy, block, grad)
-                np.matmul(block_dy, cols.transpose(0, 2, 1), out=product)
-                total += product
+                out = total if empty else product  # the first block's product is the sum so far
+                if transposed:
+                    np.matmul(cols, block_dy.transpose(0, 2, 1), out=out)
+                else:
+                    np.matmul(block_dy, cols.transpose(0, 2, 1), out=out)
+                if not empty:
+                    total += product
+                empty = False
                 if db is not None:
                     bias += block_dy.reshape(self.o, -1).sum(axis=1)
+            if empty:
+                total[...] = 0
             parts[first] = total, bias
 
         parallel.run(work, source.size, np)
         order = sorted(parts)  # a fixed order per thread count
-        dw += sum(parts[k][0] for k in order).reshape(dw.shape)
+        summed = parts[order[0]][0]
+        for k in order[1:]:
+            summed += parts[k][0]
+        dw += (summed.transpose(0, 2, 1) if transposed else summed).reshape(dw.shape)
         if db is not None:
             db += sum(parts[k][1] for k in order)
 
@@ -394,8 +482,13 @@ class CpuConv:
             return
         g, (kh, kw) = self.g, self.windows.kernel
         # W' (G, C/G, O/G kh kw): W' [g, c, (o, i, j)] = W[g O/G + o, c, kh - 1 - i, kw - 1 - j]
-        parts = w.reshape(g, self.o // g, self.c // g, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
-        flipped = np.ascontiguousarray(parts).reshape(g, self.c // g, -1)
+        # (kh - 1 - i) kw + kw - 1 - j = kh kw - 1 - (i kw + j): one reversed axis, copied as 3-D
+        # (numpy's 5-D copy of 512 x 512 x 3 x 3 took 3.1 ms, this 1.0)
+        parts = w.reshape(g, self.o // g, self.c // g, kh * kw)[..., ::-1].transpose(0, 2, 1, 3)
+        flipped = backend.scratch("conv_flipped", (g, self.c // g, self.o // g, kh * kw), w.dtype)
+        for k in range(g):
+            np.copyto(flipped[k], parts[k])
+        flipped = flipped.reshape(g, self.c // g, -1)
         convolve(dy, self.flip_pad, flipped, dx, self.flipped, None, self.workspace, "dy")
 
     def scatter_data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
@@ -415,7 +508,10 @@ class CpuConv:
             return
         full = (n, self.c, *(i + 2 * p for i, p in zip(self.conv_in, self.pad)))
         padded = backend.scratch("conv_dx_padded", full, dx.dtype) if any(self.pad) else dx
-        blocks = Blocks(self.windows.out, g * kg * dy.itemsize)
+        position_bytes = g * kg * dy.itemsize
+        blocks = Blocks(
+            self.windows.out, position_bytes, max(BLOCK_BYTES, ROW_POSITIONS * self.o // g * position_bytes)
+        )
         s_n, s_c, s_h, s_w = padded.strides
 
         def images(first: int, stop: int) -> None:

@@ -23,10 +23,17 @@ GEOMETRIES = [
         {"num_output": 4, "kernel_h": 2, "kernel_w": 4, "stride_h": 3, "stride_w": 1},
         (2, 4, 8, 7),
     ),
+    ("Convolution", {"num_output": 4, "kernel_size": 3, "stride": 2, "dilation": 2, "pad": 1}, (2, 3, 9, 10)),
+    ("Convolution", {"num_output": 3, "kernel_size": 2, "stride": 3, "pad": 2}, (2, 4, 7, 8)),
     ("Convolution", {"num_output": 3, "kernel_size": 3, "stride": 2}, (2, 4, 4, 4)),  # far padding
     ("Convolution", {"num_output": 5, "kernel_size": 2, "pad": 3}, (2, 4, 3, 3)),  # pad past the extent
     ("Convolution", {"num_output": 6, "kernel_size": 11, "stride": 4}, (2, 3, 27, 27)),
     ("Convolution", {"num_output": 6, "kernel_size": 5}, (3, 4, 12, 12)),  # LeNet's conv2: a scatter
+    ("Convolution", {"num_output": 6, "kernel_size": 1}, (3, 4, 5, 7)),  # 1 x 1: no columns made
+    ("Convolution", {"num_output": 4, "kernel_size": 1, "dilation": 2, "group": 2}, (2, 8, 6, 3)),
+    ("Convolution", {"num_output": 4, "kernel_h": 1, "kernel_w": 1, "pad_h": 1, "pad_w": 0}, (2, 4, 5, 6)),
+    ("Convolution", {"num_output": 6, "kernel_size": 1, "pad": 1, "group": 2}, (2, 8, 4, 5)),
+    ("Deconvolution", {"num_output": 5, "kernel_size": 1}, (2, 6, 4, 4)),
     ("Deconvolution", {"num_output": 4, "kernel_size": 3, "pad": 1}, (2, 6, 5, 4)),
     ("Deconvolution", {"num_output": 6, "kernel_size": 4, "stride": 2, "pad": 1, "group": 2}, (2, 8, 4, 5)),
 ]
@@ -84,6 +91,22 @@ def test_cpu_path_equals_reference(blocking, layout, kind, fields, shape):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=what)
 
 
+@pytest.mark.parametrize("orientation", ["dY cols^T", "(cols dY^T)^T"])
+@pytest.mark.parametrize("kind, fields, shape", GEOMETRIES)
+def test_weight_gradient_either_way_round_equals_reference(monkeypatch, orientation, kind, fields, shape):
+    """The weight gradient's GEMM, dY cols^T or its transpose, gives the reference's numbers, in
+    blocks of a row (and with large blocks: one product, no sum)."""
+    monkeypatch.setattr(conv_cpu, "MIN_GROUP_CHANNELS", 1)
+    monkeypatch.setattr(conv_cpu, "DW_TRANSPOSED_POSITIONS", 0 if orientation[0] == "(" else 1 << 30)
+    for block_positions in (0, 1 << 20):
+        monkeypatch.setattr(conv_cpu, "BLOCK_BYTES", 1)
+        monkeypatch.setattr(conv_cpu, "ROW_POSITIONS", block_positions)
+        fast = passes(kind, fields, shape, fast=True)
+        reference = passes(kind, fields, shape, fast=False)
+        for what, a, b in zip(("top", "weight diff", "bias diff", "bottom diff"), fast, reference):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=what)
+
+
 def test_cpu_path_takes_real_nets_2d_convolutions():
     """It runs where the speed is needed (2-D, numpy, some channels per group), and not elsewhere."""
     assert conv_cpu.applies(np, 2, 3, 1) and conv_cpu.applies(np, 2, 256, 2)
@@ -92,6 +115,22 @@ def test_cpu_path_takes_real_nets_2d_convolutions():
     layer = make_layer(conv_text("Convolution", {"num_output": 4, "kernel_size": 3}))
     layer.setup([random_blob((2, 4, 6, 6))], blobs(1))
     assert isinstance(layer.cpu, conv_cpu.CpuConv)
+
+
+def test_pointwise_columns_are_the_input_itself():
+    """A 1 x 1 stride-1 convolution multiplies each image's rows as they are: blocks of one image,
+    columns that are a view of the input, products written straight into the top."""
+    ws = conv_cpu.backend.Workspace()
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    geometry = conv_cpu.Geometry((1, 1), (1, 1), (1, 1), (4, 5), 1)
+    source = conv_cpu.source_for(x, (0, 0), geometry, 12, ws, "p")
+    assert isinstance(source, conv_cpu.ImageMajor) and source.blocks.images == 1
+    for block, part in source.units(0, 2, 0):
+        cols = source.columns(block, part, np.empty(0, np.float32))
+        assert np.shares_memory(cols, x)
+        np.testing.assert_array_equal(cols[0], x[block[0]].reshape(3, -1))
+        y = np.zeros((2, 6, 4, 5), np.float32)
+        assert np.shares_memory(source.target(y, block), y)
 
 
 def test_cpu_path_picks_the_layout_with_the_longer_runs():
