@@ -195,7 +195,8 @@ def block_items(item_bytes: int) -> int:
 def run_blocks(task: Task, size: int, xp: Any, per_item: int, item_bytes: int) -> None:
     """``run`` over ``size`` items of ``per_item`` values, each thread calling ``task`` on its slice a
     cache-sized block at a time (``block_items(item_bytes)``), in order: a task that makes several
-    passes over its range (element-wise steps, per-channel sums) reads it from memory once. On the
+    passes over its range (element-wise steps, per-channel sums) reads it from memory once. A thread
+    gets at least a block (cheaper work than that loses more to the handover than it gains). On the
     GPU one call, as ``run``."""
     if xp is not numpy:
         task(0, size)
@@ -206,7 +207,7 @@ def run_blocks(task: Task, size: int, xp: Any, per_item: int, item_bytes: int) -
         for first in range(start, stop, block):
             task(first, min(first + block, stop))
 
-    run(blocks, size, xp, grain(per_item))
+    run(blocks, size, xp, max(grain(per_item), block))
 
 
 def run(task: Task, size: int, xp: Any = numpy, grain: int = 1) -> None:

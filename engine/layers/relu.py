@@ -50,10 +50,23 @@ class ReLULayer(NeuronLayer):
             xp.add(xp.maximum(x, 0), negative, out=y)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
-        if propagate_down[0]:
-            x = bottom[0].data
-            slope = x > 0 if self.negative_slope == 0 else step(x > 0, self.negative_slope, self.dtype)
-            self.xp.multiply(top[0].diff, slope, out=bottom[0].diff)
+        if not propagate_down[0]:
+            return
+        xp, x, dy, dx = self.xp, bottom[0].data, top[0].diff, bottom[0].diff
+        if self.negative_slope == 0 and blocked(xp, x, dy, dx):
+            # The mask x > 0 made and used a block at a time in this thread's scratch, in the cache,
+            # not a whole blob of booleans written out and read back; blocks on the pool's threads.
+            flat_x, flat_dy, flat_dx = x.reshape(-1), dy.reshape(-1), dx.reshape(-1)
+
+            def values(start: int, stop: int) -> None:
+                mask = backend.scratch("relu_mask", (stop - start,), bool)
+                xp.greater(flat_x[start:stop], 0, out=mask)
+                xp.multiply(flat_dy[start:stop], mask, out=flat_dx[start:stop])
+
+            parallel.run_blocks(values, x.size, xp, 1, 1)
+            return
+        slope = x > 0 if self.negative_slope == 0 else step(x > 0, self.negative_slope, self.dtype)
+        xp.multiply(dy, slope, out=dx)
 
 
 def blocked(xp: ModuleType, *arrays: Any) -> bool:

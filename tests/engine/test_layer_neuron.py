@@ -485,9 +485,9 @@ def test_dropout_matches_caffe_golden_in_test(goldens, xp):
 @pytest.mark.parametrize("in_place", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_relu_blocks_on_threads_match_the_single_pass(monkeypatch, in_place, dtype):
-    """The CPU's ReLU forward a cache-sized block at a time on three threads (a cache small enough for
-    several blocks per thread and an odd last one) gives np.maximum(x, 0) exactly: NaN kept, infinities,
-    signed zeros."""
+    """The CPU's ReLU a cache-sized block at a time on three threads (a cache small enough for several
+    blocks per thread and an odd last one) gives the single passes exactly: forward np.maximum(x, 0)
+    (NaN kept, infinities, signed zeros), backward dy * (x > 0) (0 at NaN), in place or not."""
     from engine import parallel
 
     monkeypatch.setattr(parallel, "_pool", parallel.Pool(3))
@@ -513,5 +513,7 @@ def test_relu_blocks_on_threads_match_the_single_pass(monkeypatch, in_place, dty
     assert sum(blocks) == 180 and max(blocks) == 7 and 4 in blocks  # the blocked path ran
     top[0].diff[...] = np.random.default_rng(2).standard_normal(top[0].shape)
     dy = top[0].diff.copy()
+    forward_blocks = len(blocks)
     layer.backward(top, [True], [bottom])
+    assert sum(blocks[forward_blocks:]) == 180 and len(blocks) - forward_blocks > 3  # blocked too
     np.testing.assert_array_equal(bottom.diff.reshape(-1), dy.reshape(-1) * (expected > 0))
