@@ -15,9 +15,10 @@ over whole rows or columns (the sum over the inner dimension is never split). Ou
 BLAS keeps its threads and GEMMs stay whole.
 
 What is worth splitting was measured (2 cores of a virtual machine): compute-heavy work (GEMMs,
-max pooling's strided comparisons) scales; copies and contiguous adds are bound by memory traffic
-and do not (im2col, the SGD update: they stay whole); and small work loses, since handing a slice
-to a sleeping thread costs up to a hundred microseconds (the thresholds below).
+max pooling's strided comparisons) scales; copies and single contiguous adds are bound by memory
+traffic and do not (im2col, Split's sum of diffs: they stay whole); several passes over a cache-sized
+block (``run_blocks``: ReLU, the SGD update) gain a little; and small work loses, since handing a
+slice to a sleeping thread costs up to a hundred microseconds (the thresholds below).
 
 The pool has as many threads as BLAS had when it was made; ``ENGINE_THREADS`` overrides that, and
 with one thread every call is plain sequential code. Slices must be independent: each writes only its
