@@ -15,9 +15,10 @@ over whole rows or columns (the sum over the inner dimension is never split). Ou
 BLAS keeps its threads and GEMMs stay whole.
 
 What is worth splitting was measured (2 cores of a virtual machine): compute-heavy work (GEMMs,
-max pooling's strided comparisons) scales; copies and contiguous adds are bound by memory traffic
-and do not (im2col, the SGD update: they stay whole); and small work loses, since handing a slice
-to a sleeping thread costs up to a hundred microseconds (the thresholds below).
+max pooling's strided comparisons) scales; copies and single contiguous adds are bound by memory
+traffic and do not (im2col, Split's sum of diffs: they stay whole); several passes over a cache-sized
+block (``run_blocks``: ReLU, the SGD update) gain a little; and small work loses, since handing a
+slice to a sleeping thread costs up to a hundred microseconds (the thresholds below).
 
 The pool has as many threads as BLAS had when it was made; ``ENGINE_THREADS`` overrides that, and
 with one thread every call is plain sequential code. Slices must be independent: each writes only its
@@ -155,6 +156,59 @@ def threads() -> int:
 def grain(per_item: int) -> int:
     """The fewest items (images, channels, ...) of ``per_item`` values each worth a slice."""
     return max(1, -(-MIN_SLICE // max(per_item, 1)))
+
+
+@functools.cache
+def cache_bytes() -> int:
+    """The size of one core's L2 cache as the system reports it (sysfs, else sysconf); 256 KiB, a
+    small L2, when neither tells."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    for index in range(8):
+        folder = f"/sys/devices/system/cpu/cpu0/cache/index{index}"
+        try:
+            with (
+                open(f"{folder}/level") as level,
+                open(f"{folder}/type") as kind,
+                open(f"{folder}/size") as size,
+            ):
+                if level.read().strip() != "2" or kind.read().strip() == "Instruction":
+                    continue
+                text = size.read().strip()
+        except OSError:
+            continue
+        if text[-1:] in units and text[:-1].isdigit():
+            return int(text[:-1]) * units[text[-1]]
+        if text.isdigit():
+            return int(text)
+    try:
+        found = os.sysconf("SC_LEVEL2_CACHE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        found = 0
+    return found if found > 0 else 256 << 10
+
+
+def block_items(item_bytes: int) -> int:
+    """How many items of ``item_bytes`` (the bytes one item's passes touch, every operand together)
+    fit in half a core's L2 cache: a block that several passes read from the cache, not memory."""
+    return max(1, cache_bytes() // 2 // max(item_bytes, 1))
+
+
+def run_blocks(task: Task, size: int, xp: Any, per_item: int, item_bytes: int) -> None:
+    """``run`` over ``size`` items of ``per_item`` values, each thread calling ``task`` on its slice a
+    cache-sized block at a time (``block_items(item_bytes)``), in order: a task that makes several
+    passes over its range (element-wise steps, per-channel sums) reads it from memory once. A thread
+    gets at least a block (cheaper work than that loses more to the handover than it gains). On the
+    GPU one call, as ``run``."""
+    if xp is not numpy:
+        task(0, size)
+        return
+    block = block_items(item_bytes)
+
+    def blocks(start: int, stop: int) -> None:
+        for first in range(start, stop, block):
+            task(first, min(first + block, stop))
+
+    run(blocks, size, xp, max(grain(per_item), block))
 
 
 def run(task: Task, size: int, xp: Any = numpy, grain: int = 1) -> None:

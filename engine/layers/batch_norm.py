@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import parallel
+import numpy as np
+
+from engine import backend, parallel
 from engine.blob import Blob, shape_string
 from engine.layers import facts
 from engine.layers.base import Layer
-from engine.layers.channel_sums import dot_per_channel
+from engine.layers.channel_sums import dot_per_channel, sum_per_channel
 from engine.layers.registry import register_layer
 from proto import caffe_pb2
 
@@ -65,6 +67,7 @@ class BatchNormLayer(Layer):
                 )
         self.x_norm: Any = None
         self.std: Any = None
+        self.workspace = backend.Workspace()
 
     def reshape(self, bottom: list[Blob], top: list[Blob]) -> None:
         channels = 1 if bottom[0].num_axes == 1 else bottom[0].shape[1]
@@ -87,6 +90,7 @@ class BatchNormLayer(Layer):
             self.x_norm = xp.empty_like(x)
         centered = self.x_norm
         count = x.shape[0] * x.shape[2]  # values per channel
+        ones = self.workspace.get("ones", (x.shape[2],), x.dtype, xp, fill=1)
         batch = not self.use_global_stats
         if batch:
             mean, var = xp.empty(self.channels, x.dtype), xp.empty(self.channels, x.dtype)
@@ -100,7 +104,7 @@ class BatchNormLayer(Layer):
             # Every statistic is a channel's own: a range of channels is independent of the others.
             c = slice(start, stop)
             if batch:
-                mean[c] = x[:, c].mean(axis=(0, 2))
+                mean[c] = sum_per_channel(xp, x[:, c], ones) / count
             xp.subtract(x[:, c], mean[c].reshape(1, -1, 1), out=centered[:, c])
             if batch:
                 var[c] = dot_per_channel(xp, centered[:, c], centered[:, c]) / count
@@ -109,7 +113,7 @@ class BatchNormLayer(Layer):
             xp.divide(centered[:, c], std, out=centered[:, c])
             y[:, c] = centered[:, c]
 
-        parallel.run(channels, self.channels, xp, parallel.grain(x.shape[0] * x.shape[2]))
+        parallel.run(channels, self.channels, xp, parallel.grain(count))
         if batch:
             m = bottom[0].count() // self.channels
             maf = self.moving_average_fraction
@@ -128,17 +132,22 @@ class BatchNormLayer(Layer):
         dx = self._view(bottom[0], bottom[0].diff)  # may be dy itself (in place): element-wise
         y = self.x_norm
         count = dy.shape[0] * dy.shape[2]  # values per channel
+        ones = self.workspace.get("ones", (dy.shape[2],), dy.dtype, xp, fill=1)
 
         def channels(start: int, stop: int) -> None:
             c = slice(start, stop)
             if self.use_global_stats:
                 xp.divide(dy[:, c], self.std[:, c], out=dx[:, c])
                 return
-            mean_dy = dy[:, c].mean(axis=(0, 2), keepdims=True)
+            mean_dy = (sum_per_channel(xp, dy[:, c], ones) / count).reshape(1, -1, 1)
             mean_product = dot_per_channel(xp, dy[:, c], y[:, c]).reshape(1, -1, 1) / count
-            product = xp.multiply(y[:, c], mean_product)
+            if xp is np:  # y * mean(dy y) into this thread's scratch, not a fresh array each step
+                scratch = backend.scratch("bn_product", y[:, c].shape, y.dtype)
+                product = xp.multiply(y[:, c], mean_product, out=scratch)
+            else:
+                product = y[:, c] * mean_product
             xp.subtract(dy[:, c], mean_dy, out=dx[:, c])
             dx[:, c] -= product
             dx[:, c] /= self.std[:, c]
 
-        parallel.run(channels, self.channels, xp, parallel.grain(dy.shape[0] * dy.shape[2]))
+        parallel.run(channels, self.channels, xp, parallel.grain(count))

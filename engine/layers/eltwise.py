@@ -48,6 +48,18 @@ class EltwiseLayer(Layer):
 
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         xp = self.xp
+        if (
+            self.op == Op.SUM
+            and all(c == 1 for c in self.coeffs)
+            and all(b is not top[0] for b in bottom[2:])
+        ):
+            # A plain sum straight into the top: one pass for two bottoms (a top that is bottom 0 or 1
+            # is read before written, element by element), then one per further bottom.
+            y = top[0].data
+            xp.add(bottom[0].data, bottom[1].data, out=y)
+            for blob in bottom[2:]:
+                y += blob.data
+            return
         # Results are built apart and assigned last, so a top that is one of the bottoms still works.
         if self.op == Op.PROD:
             out = bottom[0].data * bottom[1].data

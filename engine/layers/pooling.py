@@ -161,6 +161,10 @@ class PoolingLayer(Layer):
     def frame_in_image(self) -> tuple[Any, ...]:
         return (..., *(slice(0, min(s, f - p)) for p, s, f in zip(self.pad, self.size, self.frame)))
 
+    def whole_image(self) -> bool:
+        """A single window, the whole image (global pooling, or a kernel the image's size, no padding)."""
+        return self.pooled == (1, 1) and not any(self.pad) and tuple(self.kernel) == tuple(self.size)
+
     def tiled(self) -> bool:
         """Windows tile the frame (patches are a reshape): stride = kernel, or a single window."""
         return self.stride == self.kernel or self.pooled == (1, 1)
@@ -228,6 +232,15 @@ class PoolingLayer(Layer):
             y[...] = best
             if len(top) > 1:
                 top[1].data[...] = self.mask()
+        elif self.method == P.AVE and xp is np and self.whole_image():
+            # One window per image channel (global pooling): its values as rows of one scratch, summed
+            # row after row, so each window in raster order as Caffe's loop; no phase planes.
+            n, c, h, w = x.shape
+            columns = backend.scratch("pool_whole", (h * w, n * c), x.dtype)
+            np.copyto(columns, x.reshape(n * c, h * w).T)
+            np.add.reduce(columns, axis=0, out=y.reshape(-1))
+            with np.errstate(invalid="ignore", divide="ignore"):  # Caffe's 0 / 0 of an empty image
+                np.divide(y, self.divisor, out=y)
         elif self.method == P.AVE and xp is np:  # the frame's phase planes (pooling_cpu)
             self.cpu_pool(pooling_cpu.AvePool, x).forward(x, self.divisor, y)
         elif self.method == P.AVE:
@@ -250,7 +263,10 @@ class PoolingLayer(Layer):
         if not propagate_down[0]:
             return
         xp, dy = self.xp, top[0].diff
-        if self.method == P.AVE and xp is np:
+        if self.method == P.AVE and xp is np and self.whole_image():  # each pixel: its one window's share
+            with np.errstate(invalid="ignore", divide="ignore"):
+                np.copyto(bottom[0].diff, np.divide(dy, self.divisor))
+        elif self.method == P.AVE and xp is np:
             self.cpu_pool(pooling_cpu.AvePool, bottom[0].data).backward(dy, self.divisor, bottom[0].diff)
         elif self.method == P.AVE:
             k = self.kernel[0] * self.kernel[1]

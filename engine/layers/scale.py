@@ -5,13 +5,13 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from engine import parallel
+from engine import backend, parallel
 from engine.blob import Blob
 from engine.fillers import get_filler
 from engine.layers import facts
 from engine.layers.base import Layer
 from engine.layers.bias import BiasLayer, broadcast_dims, learned_shape
-from engine.layers.channel_sums import dot_per_channel
+from engine.layers.channel_sums import dot_per_channel, sum_per_channel
 from engine.layers.registry import register_layer
 from proto import caffe_pb2
 
@@ -59,6 +59,7 @@ class ScaleLayer(Layer):
             else:
                 self.bias_layer.blobs[0] = self.blobs[-1]
         self._kept_input: Any = None
+        self.workspace = backend.Workspace()
 
     def to(self, xp: ModuleType) -> None:
         super().to(xp)
@@ -122,11 +123,12 @@ class ScaleLayer(Layer):
         if (learned and self.param_propagate_down[0]) or (not learned and propagate_down[1]):
             grad = scale.diff.reshape(-1)
         s = scale.data.reshape(1, -1, 1)
+        ones = None if bias is None else self.workspace.get("ones", (self.dims[2],), dy.dtype, xp, fill=1)
 
         def channels(start: int, stop: int) -> None:  # every sum is over one channel's own values
             c = slice(start, stop)
             if bias is not None:
-                bias[c] += dy[:, c].sum(axis=(0, 2))
+                bias[c] += sum_per_channel(xp, dy[:, c], ones)
             if grad is not None:
                 sums = dot_per_channel(xp, dy[:, c], x[:, c])
                 if learned:

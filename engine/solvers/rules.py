@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 
-from engine import kernels
+import numpy as np
+
+from engine import backend, kernels, parallel
 from engine.solvers.base import Solver
 from engine.solvers.registry import register_solver
 from proto import caffe_pb2
-
-UPDATE_BLOCK = 1 << 16  # values per block of the CPU update: its four float32 blocks (1 MiB) stay in L2
 
 
 @register_solver("SGD")
@@ -76,11 +76,15 @@ class SGDSolver(Solver):
             return True
         xp = self.xp
         flat = [a.reshape(-1) for a in (blob.data, blob.diff, history)]
-        # One block of scratch serves every block: it stays in cache, and only three arrays stream.
-        spare = self.scratch(blob.diff).reshape(-1)[:UPDATE_BLOCK]
-        for start in range(0, flat[0].size, UPDATE_BLOCK):
-            data, diff, past = (a[start : start + UPDATE_BLOCK] for a in flat)
-            scratch = spare[: data.size]
+        spare = None if xp is np else self.scratch(blob.diff).reshape(-1)
+
+        def block(start: int, stop: int) -> None:
+            # One block of this thread's scratch serves every block: only three arrays stream.
+            data, diff, past = (a[start:stop] for a in flat)
+            if spare is None:
+                scratch = backend.scratch("sgd_update", (stop - start,), data.dtype)
+            else:
+                scratch = spare[start:stop]
             if scale != 1:
                 diff *= scale
             if decay:
@@ -89,6 +93,10 @@ class SGDSolver(Solver):
             past += xp.multiply(diff, local, out=scratch)
             diff[...] = past
             data -= past
+
+        # Blocks of the four operands (data, diff, history, scratch) filling a core's L2 (block_items
+        # fills half of it with item_bytes), split over the pool's threads for the large parameters.
+        parallel.run_blocks(block, flat[0].size, xp, 1, 2 * blob.data.itemsize)
         return True
 
 

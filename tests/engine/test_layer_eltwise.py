@@ -195,3 +195,22 @@ def test_eltwise_sum_matches_caffe_golden(xp, goldens):
     layer.backward(top, [True, True], bottom)
     for blob, name in zip(bottom, ("a", "b")):
         assert close(host(blob.diff), io[f"diff/{name}"], 1e-5)
+
+
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize("into", [None, 0, 1, 2])
+def test_eltwise_plain_sum_straight_into_the_top(xp, count, into):
+    """SUM without coefficients adds straight into the top, which may be any bottom (in place): the
+    sum (b0 + b1) + b2 ... as Caffe's order, to the bit."""
+    if into is not None and into >= count:
+        pytest.skip("no such bottom")
+    bottom = [random_blob(SHAPE, xp, seed=20 + i) for i in range(count)]
+    arrays = [host(b.data).copy() for b in bottom]
+    want = arrays[0] + arrays[1]
+    for a in arrays[2:]:
+        want = want + a
+    layer = eltwise(xp, "operation: SUM", count)
+    top = blobs(1, xp) if into is None else [bottom[into]]
+    layer.setup(bottom, top)
+    layer.forward(bottom, top)
+    np.testing.assert_array_equal(host(top[0].data), want)

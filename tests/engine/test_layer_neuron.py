@@ -480,3 +480,40 @@ def test_dropout_matches_caffe_golden_in_test(goldens, xp):
     layer.setup(bottom, top)
     layer.forward(bottom, top)
     np.testing.assert_array_equal(host(top[0].data), io["data/drop"])
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_blocks_on_threads_match_the_single_pass(monkeypatch, in_place, dtype):
+    """The CPU's ReLU a cache-sized block at a time on three threads (a cache small enough for several
+    blocks per thread and an odd last one) gives the single passes exactly: forward np.maximum(x, 0)
+    (NaN kept, infinities, signed zeros), backward dy * (x > 0) (0 at NaN), in place or not."""
+    from engine import parallel
+
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(3))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1)
+    monkeypatch.setattr(parallel, "cache_bytes", lambda: 2 * 7 * np.dtype(dtype).itemsize)  # 7 per block
+    blocks, run_blocks = [], parallel.run_blocks
+
+    def counted(task, *args):
+        run_blocks(lambda a, b: blocks.append(b - a) or task(a, b), *args)
+
+    monkeypatch.setattr(parallel, "run_blocks", counted)
+    layer = make_layer('type: "ReLU"', np, dtype=dtype)
+    bottom = random_blob((3, 5, 4, 3), np, dtype=dtype)  # 180 values: 3 slices of 60, 8 blocks + 4 each
+    x = bottom.data.reshape(-1)
+    x[:6] = [np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0]
+    expected = np.maximum(x, 0)
+    top = [bottom] if in_place else blobs(1, np, dtype)
+    layer.setup([bottom], top)
+    layer.forward([bottom], top)
+    np.testing.assert_array_equal(top[0].data.reshape(-1), expected)
+    assert np.array_equal(np.signbit(top[0].data.reshape(-1)), np.signbit(expected))
+    assert sum(blocks) == 180 and max(blocks) == 7 and 4 in blocks  # the blocked path ran
+    top[0].diff[...] = np.random.default_rng(2).standard_normal(top[0].shape)
+    dy = top[0].diff.copy()
+    forward_blocks = len(blocks)
+    layer.backward(top, [True], [bottom])
+    assert sum(blocks[forward_blocks:]) == 180 and len(blocks) - forward_blocks > 3  # blocked too
+    np.testing.assert_array_equal(bottom.diff.reshape(-1), dy.reshape(-1) * (expected > 0))

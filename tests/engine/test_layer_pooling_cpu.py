@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from engine import parallel
+from engine.layers import pooling_cpu
 from engine.layers.pooling import PoolingLayer
 from engine.testing import blobs, make_layer, random_blob
 
@@ -162,5 +163,30 @@ def test_cpu_pooling_adds_in_caffes_order(method):
     top[0].diff[...] = dy
     layer.backward(top, [True], bottom)
     want = caffe_loops(method, x, dy, 3, 2, 1)
+    np.testing.assert_array_equal(top[0].data, want[0])
+    np.testing.assert_array_equal(bottom[0].diff, want[1])
+
+
+@pytest.mark.parametrize("text", ["global_pooling: true", "kernel_size: 7"])
+def test_cpu_ave_over_the_whole_image_adds_in_caffes_order(monkeypatch, text):
+    """One window per image channel (global pooling, or a kernel the image's size): the CPU's
+    shortcut (no phase planes) gives Caffe's loops to the bit, float32, the window summed in
+    raster order, and each pixel its window's share."""
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(3))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    monkeypatch.setattr(pooling_cpu.AvePool, "forward", None)  # the phase planes must not run
+    monkeypatch.setattr(pooling_cpu.AvePool, "backward", None)
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((3, 5, 7, 7)) * 1e3).astype(np.float32)
+    layer = make_layer(f'name: "p" type: "Pooling" pooling_param {{ pool: AVE {text} }}', dtype=np.float32)
+    bottom, top = [random_blob(x.shape, dtype=np.float32)], blobs(1, dtype=np.float32)
+    bottom[0].data[...] = x
+    layer.setup(bottom, top)
+    layer.forward(bottom, top)
+    dy = rng.standard_normal(top[0].shape).astype(np.float32) * 1e3
+    top[0].diff[...] = dy
+    bottom[0].diff[...] = 5
+    layer.backward(top, [True], bottom)
+    want = caffe_loops("AVE", x, dy, 7, 1, 0)
     np.testing.assert_array_equal(top[0].data, want[0])
     np.testing.assert_array_equal(bottom[0].diff, want[1])

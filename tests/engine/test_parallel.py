@@ -200,3 +200,25 @@ def test_folded_bias_learns_alone(xp):
     layer.backward(top, [False], bottom)
     np.testing.assert_allclose(host(layer.blobs[1].diff), host(top[0].diff).sum(axis=(0, 2, 3)), rtol=1e-5)
     assert np.all(host(layer.blobs[0].diff) == 0)
+
+
+def test_blocks_cover_each_slice_in_order_within_the_cache(pool3, monkeypatch):
+    """run_blocks: every item once, each thread's slice in blocks of at most half the cache's worth,
+    in order, the last one shorter; cache_bytes reads a size the system reports."""
+    assert parallel.cache_bytes() >= 1 << 10
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1)
+    monkeypatch.setattr(parallel, "cache_bytes", lambda: 80)  # 40 bytes: blocks of 5 items of 8 bytes
+    assert parallel.block_items(8) == 5 and parallel.block_items(1000) == 1
+    seen, calls = np.zeros(101, int), []
+    lock = __import__("threading").Lock()
+
+    def task(a, b):
+        with lock:
+            calls.append((a, b))
+        seen[a:b] += 1
+
+    parallel.run_blocks(task, 101, np, 1, 8)
+    assert np.all(seen == 1)
+    assert max(b - a for a, b in calls) == 5 and len(calls) > 101 // 5
+    parallel.run_blocks(task, 7, "not numpy", 1, 8)  # another array module: one call
+    assert calls[-1] == (0, 7)

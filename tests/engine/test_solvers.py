@@ -366,3 +366,51 @@ def test_deprecated_solver_type_enum_is_upgraded():
 def test_rules_refuse_settings_they_cannot_use(kind, extra, message):
     with pytest.raises(EngineError, match=message):
         solver_for(kind, extra)
+
+
+@pytest.mark.parametrize("extra", ["momentum: 0.9 weight_decay: 0.01", "momentum: 0.9 iter_size: 2", ""])
+def test_sgd_update_in_blocks_on_threads_equals_the_separate_stages(monkeypatch, extra):
+    """SGD's fused CPU update, a cache-sized block at a time over three threads (a cache of 4 values
+    per block: several blocks per thread, an odd last one), gives the separate stages' numbers to the
+    bit: the same arithmetic in the same order, value by value."""
+    from engine import parallel
+    from engine.solvers.rules import SGDSolver
+
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(3))
+    monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1)
+    monkeypatch.setattr(parallel, "cache_bytes", lambda: 64)  # 4 float64 values per block
+    blocks, run_blocks = [], parallel.run_blocks
+
+    def counted(task, *args):
+        run_blocks(lambda a, b: blocks.append(b - a) or task(a, b), *args)
+
+    monkeypatch.setattr(parallel, "run_blocks", counted)
+    wide = LEAST_SQUARES.replace(f"dim: {N} dim: {D} }}", f"dim: {N} dim: 37 }}").replace(
+        "num_output: 1 ", "num_output: 5 "
+    )
+    wide = wide.replace('bottom: "ip" bottom: "targets"', 'bottom: "ip1" bottom: "targets"')
+    wide = wide.replace(
+        'layer { name: "loss"',
+        'layer { name: "ip1" type: "InnerProduct" bottom: "ip" top: "ip1" '
+        'inner_product_param { num_output: 1 weight_filler { type: "gaussian" std: 1 } } }\n'
+        'layer { name: "loss"',
+    )
+    solvers = []
+    for fused in (True, False):
+        param = text_format.Parse(
+            f'type: "SGD" base_lr: 0.01 lr_policy: "fixed" max_iter: 10 random_seed: 7 {extra}',
+            caffe_pb2.SolverParameter(),
+        )
+        param.net_param.CopyFrom(text_format.Parse(wide, caffe_pb2.NetParameter()))
+        solver = create_solver(param, log_fn=lambda line: None)
+        rng = np.random.default_rng(11)
+        solver.net.blob_by_name("data").data[...] = rng.normal(size=(N, 37))
+        solver.net.blob_by_name("targets").data[...] = rng.normal(size=(N, 1))
+        if not fused:
+            monkeypatch.setattr(SGDSolver, "fused_update", lambda self, i, rate: False)
+        solver.step(3)
+        solvers.append(solver)
+    assert solvers[0].net.params[0].data.size == 185 and max(blocks) == 4 and 1 in blocks  # slices of 61-62
+    for a, b in zip(solvers[0].net.learnable_params, solvers[1].net.learnable_params):
+        np.testing.assert_array_equal(a.data, b.data)
