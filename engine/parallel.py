@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy
 
-from engine import backend, kernels
+from engine import backend, cpu_cache, kernels
 from engine.kernels import gemm
 
 Task = Callable[[int, int], object]
@@ -160,26 +160,11 @@ def grain(per_item: int) -> int:
 
 @functools.cache
 def cache_bytes() -> int:
-    """The size of one core's L2 cache as the system reports it (sysfs, else sysconf); 256 KiB, a
-    small L2, when neither tells."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    for index in range(8):
-        folder = f"/sys/devices/system/cpu/cpu0/cache/index{index}"
-        try:
-            with (
-                open(f"{folder}/level") as level,
-                open(f"{folder}/type") as kind,
-                open(f"{folder}/size") as size,
-            ):
-                if level.read().strip() != "2" or kind.read().strip() == "Instruction":
-                    continue
-                text = size.read().strip()
-        except OSError:
-            continue
-        if text[-1:] in units and text[:-1].isdigit():
-            return int(text[:-1]) * units[text[-1]]
-        if text.isdigit():
-            return int(text)
+    """One core's share of its L2 cache (engine.cpu_cache reads sysfs), else sysconf's L2 size; 256
+    KiB, a small L2, when neither tells."""
+    share = cpu_cache.core_shares(usable=cpu_cache.usable_cores()).get(2)
+    if share:
+        return share
     try:
         found = os.sysconf("SC_LEVEL2_CACHE_SIZE")
     except (AttributeError, ValueError, OSError):
