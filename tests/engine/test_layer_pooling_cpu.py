@@ -155,14 +155,21 @@ def test_cpu_pooling_adds_in_caffes_order(method):
         f'name: "p" type: "Pooling" pooling_param {{ pool: {method} kernel_size: 3 stride: 2 pad: 1 }}',
         dtype=np.float32,
     )
+    assert_caffes_loops(layer, x, rng, method, 3, 2, 1)
+
+
+def assert_caffes_loops(layer, x, rng, method: str, kernel: int, stride: int, pad: int) -> None:
+    """Forward and backward of ``layer`` on x (the bottom diff primed with 5: it is overwritten)
+    equal Caffe's loops to the bit."""
     bottom, top = [random_blob(x.shape, dtype=np.float32)], blobs(1, dtype=np.float32)
     bottom[0].data[...] = x
     layer.setup(bottom, top)
     layer.forward(bottom, top)
     dy = rng.standard_normal(top[0].shape).astype(np.float32) * 1e3
     top[0].diff[...] = dy
+    bottom[0].diff[...] = 5
     layer.backward(top, [True], bottom)
-    want = caffe_loops(method, x, dy, 3, 2, 1)
+    want = caffe_loops(method, x, dy, kernel, stride, pad)
     np.testing.assert_array_equal(top[0].data, want[0])
     np.testing.assert_array_equal(bottom[0].diff, want[1])
 
@@ -179,14 +186,4 @@ def test_cpu_ave_over_the_whole_image_adds_in_caffes_order(monkeypatch, text):
     rng = np.random.default_rng(6)
     x = (rng.standard_normal((3, 5, 7, 7)) * 1e3).astype(np.float32)
     layer = make_layer(f'name: "p" type: "Pooling" pooling_param {{ pool: AVE {text} }}', dtype=np.float32)
-    bottom, top = [random_blob(x.shape, dtype=np.float32)], blobs(1, dtype=np.float32)
-    bottom[0].data[...] = x
-    layer.setup(bottom, top)
-    layer.forward(bottom, top)
-    dy = rng.standard_normal(top[0].shape).astype(np.float32) * 1e3
-    top[0].diff[...] = dy
-    bottom[0].diff[...] = 5
-    layer.backward(top, [True], bottom)
-    want = caffe_loops("AVE", x, dy, 7, 1, 0)
-    np.testing.assert_array_equal(top[0].data, want[0])
-    np.testing.assert_array_equal(bottom[0].diff, want[1])
+    assert_caffes_loops(layer, x, rng, "AVE", 7, 1, 0)
