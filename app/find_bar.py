@@ -64,6 +64,7 @@ class FindBar(QFrame):
         self.replace_field.setPlaceholderText("Replace with")
         self.count = QLabel(self)
         self.count.setObjectName("findCount")
+        self.count.hide()  # until there is a count to show (_say)
         self.case = QCheckBox("Aa", self)
         self.case.setToolTip("Match case")
         self.words = QCheckBox("Word", self)
@@ -81,16 +82,18 @@ class FindBar(QFrame):
         grid.setContentsMargins(8, 5, 6, 5)
         grid.setHorizontalSpacing(4)
         grid.setVerticalSpacing(4)
+        # The count ("2 of 6 · 1 box") has a line of its own under the field: beside it, the right
+        # column's width (320 px at 1280x800) cut it to "2 of 6 · 1 b".
         grid.addWidget(self.find_field, 0, 0)
-        grid.addWidget(self.count, 0, 1)
-        grid.addWidget(previous, 0, 2)
-        grid.addWidget(following, 0, 3)
-        grid.addWidget(self.case, 0, 4)
-        grid.addWidget(self.words, 0, 5)
-        grid.addWidget(close, 0, 6)
-        grid.addWidget(self.replace_field, 1, 0)
-        grid.addWidget(self.replace_button, 1, 1, 1, 3)
-        grid.addWidget(self.replace_all_button, 1, 4, 1, 2)
+        grid.addWidget(previous, 0, 1)
+        grid.addWidget(following, 0, 2)
+        grid.addWidget(self.case, 0, 3)
+        grid.addWidget(self.words, 0, 4)
+        grid.addWidget(close, 0, 5)
+        grid.addWidget(self.count, 1, 0, 1, 6)
+        grid.addWidget(self.replace_field, 2, 0)
+        grid.addWidget(self.replace_button, 2, 1, 1, 2)
+        grid.addWidget(self.replace_all_button, 2, 3, 1, 2)
         grid.setColumnStretch(0, 1)
 
         self.find_field.textChanged.connect(lambda _text: self._search(from_start=True))
@@ -210,7 +213,7 @@ class FindBar(QFrame):
             self.find_field.style().unpolish(self.find_field)
             self.find_field.style().polish(self.find_field)
         if not self.find_field.text():
-            self.count.setText("")
+            self._say("")
             return
         cursor = self.edit.textCursor()
         current = next((i for i, m in enumerate(found) if m[0] == cursor.selectionStart()), None)
@@ -224,7 +227,12 @@ class FindBar(QFrame):
         pattern = self.pattern()
         if self.also_found is not None and pattern is not None:
             text += self.also_found(pattern)
+        self._say(text)
+
+    def _say(self, text: str) -> None:
+        """The count's line, shown only when it has something to say."""
         self.count.setText(text)
+        self.count.setVisible(bool(text))
 
     def _highlight_all(self) -> None:
         kept = [s for s in self.edit.extraSelections() if not s.format.property(_TAG)]
@@ -269,7 +277,7 @@ class FindBar(QFrame):
             cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
             cursor.insertText(self.replace_field.text())
         cursor.endEditBlock()
-        self.count.setText(f"replaced {len(found)}")
+        self._say(f"replaced {len(found)}")
         return len(found)
 
 

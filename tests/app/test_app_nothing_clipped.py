@@ -136,3 +136,17 @@ def test_the_gaussian_fillers_fields_fit_the_initialisation_tab(qtbot, tmp_path)
     settle(qtbot, window)
     assert clipped(window) == []
     window.training.shutdown()
+
+
+def test_the_find_bars_count_is_whole_in_the_prototxt_dock(qtbot):
+    """Seen in a real window: "2 of 6 · 1 box" read "2 of 6 · 1 b" in the right column's width."""
+    window = open_at_1280(qtbot, EXAMPLES / "mnist/lenet_solver.prototxt")
+    settle(qtbot, window)
+    window.workbench.find_action.trigger()
+    bar = window.workbench.find_bar
+    bar.find_field.setText("ip1")
+    qtbot.waitUntil(lambda: "box" in bar.count.text())
+    QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+    assert bar.count.width() >= bar.count.fontMetrics().horizontalAdvance(bar.count.text())
+    assert clipped(bar) == []
+    window.training.shutdown()
