@@ -247,3 +247,25 @@ def test_gpu_flag_without_a_gpu_is_one_line_and_exit_2():
     done = main("time", "--model", str(EXAMPLES / "mnist/lenet.prototxt"), "--iterations", "1", "--gpu")
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "cupy" in done.stderr
+
+
+def test_time_runs_layers_in_the_training_steps_thread_scope(monkeypatch):
+    """`time` measures layers as a training step runs them: inside parallel.gemms_in_pool."""
+    from google.protobuf import text_format
+
+    from engine import parallel
+    from engine.cli.time import benchmark
+    from engine.net import Net
+    from proto import caffe_pb2
+
+    text = """
+    layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 } } }
+    layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 } }
+    """
+    net = Net(text_format.Parse(text, caffe_pb2.NetParameter()), phase=caffe_pb2.TRAIN)
+    seen: list[int] = []
+    layer = net.layers[1]
+    forward = layer.forward
+    monkeypatch.setattr(layer, "forward", lambda b, t: (seen.append(parallel._split_gemms), forward(b, t)))
+    benchmark(net, 2, say=lambda line: None)
+    assert seen and all(depth > 0 for depth in seen)
