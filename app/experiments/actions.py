@@ -33,7 +33,7 @@ class CompareInitActions:
 
     def open_dialog(self) -> CompareInitDialog:
         if self.dialog is None:
-            self.dialog = CompareInitDialog(self.window.doc, self.window, self.add_runs)
+            self.dialog = CompareInitDialog(self.window.doc, self.window, self.add_runs, self.update_runs)
         self.dialog.show()
         self.dialog.raise_()
         return self.dialog
@@ -44,6 +44,13 @@ class CompareInitActions:
             return
         for run in runs:
             training.controller.add_run(run)
+
+    def update_runs(self, runs) -> None:
+        training = getattr(self.window, "training", None)
+        if training is None:
+            return
+        for run in runs:
+            training.controller.update_run(run)
 
 
 def install(window) -> CompareInitActions:

@@ -2,7 +2,8 @@
 
 The setup on the left (the variants, iterations, seed, layers, test batches) and Start, Pause and
 Stop (both for every variant at once); the curves on the right as the variants train, and a verdict
-line per variant when they end, when each variant also becomes a run of the Runs tab. Each Start
+line per variant when they end. Each variant is a run of the Runs tab from its start, followed as it
+trains (app/experiments/runs.py); a stopped experiment keeps the runs it made. Each Start
 trains a fresh copy of the document: editing the net meanwhile changes nothing in the running
 experiment. Closing the window stops it.
 """
@@ -26,7 +27,7 @@ from PySide6.QtWidgets import (
 from app import trust
 from app.experiments.curves_view import CurvesView, verdict_line
 from app.experiments.runner import Runner
-from app.experiments.runs import variant_runs
+from app.experiments.runs import VariantRuns
 from app.experiments.setup import Setup
 from app.training.run import Run
 from engine import events
@@ -38,11 +39,17 @@ _PAUSING = events.RunStatus.PAUSING
 
 class CompareInitDialog(QDialog):
     def __init__(
-        self, doc, parent: QWidget | None = None, add_runs: Callable[[list[Run]], None] | None = None
+        self,
+        doc,
+        parent: QWidget | None = None,
+        add_runs: Callable[[list[Run]], None] | None = None,
+        update_runs: Callable[[list[Run]], None] | None = None,
     ) -> None:
-        """``add_runs``: where the ended experiment's variants go as runs (the Runs tab)."""
+        """``add_runs``: where the variants go as runs when they start (the Runs tab); ``update_runs``,
+        told when their status changes (their points grow unannounced, as a training run's)."""
         super().__init__(parent)
-        self.add_runs = add_runs
+        self.add_runs, self.update_runs = add_runs, update_runs
+        self.runs: VariantRuns | None = None  # the runs of the last experiment, once its variants started
         self.setWindowTitle("Compare Initialisations")
         self.setObjectName("compareInitDialog")
         self.doc = doc
@@ -65,6 +72,7 @@ class CompareInitDialog(QDialog):
         self.status.setObjectName("experimentStatus")
         self.status.setWordWrap(True)
         self.curves = CurvesView(self)
+        self.curves.timer.timeout.connect(self._feed_runs)
         self.verdicts = QLabel(self)
         self.verdicts.setObjectName("experimentVerdicts")
         self.verdicts.setTextFormat(Qt.TextFormat.RichText)
@@ -116,6 +124,7 @@ class CompareInitDialog(QDialog):
             self.status.setText(str(exc))
             return False
         self.verdict_lines = {}
+        self.runs = None
         self.verdicts.setText("")
         self.curves.show_experiment(experiment)
         self.curves.timer.start()
@@ -137,6 +146,8 @@ class CompareInitDialog(QDialog):
     def stop(self) -> None:
         if self.runner.experiment is not None:
             self.runner.experiment.stop()
+            if self.runs is not None and self.runner.experiment.status is events.RunStatus.STOPPING:
+                self._runs_changed(self.runs.set_status(events.RunStatus.STOPPING))
             self._update_buttons()
 
     def closeEvent(self, event: QCloseEvent) -> None:
@@ -150,20 +161,28 @@ class CompareInitDialog(QDialog):
         if isinstance(event, exp.Ready):
             self.curves.set_layers(event.layers, event.relu)
             self.status.setText(f"Running {len(event.variants)} variants for {event.iterations} iterations")
+            self._start_runs()
         elif isinstance(event, events.Paused):
             self.status.setText(f"Paused at iteration {event.iter}")
+            self._runs_status(events.RunStatus.PAUSED)
+        elif isinstance(event, events.Resumed):
+            self._runs_status(events.RunStatus.RUNNING)
         elif isinstance(event, exp.VariantFailed) and experiment is not None:
             self._verdict(event.variant, f"failed: {event.message}")
+            if self.runs is not None:
+                self._runs_changed([self.runs.fail(event.variant, event.message)])
         elif isinstance(event, exp.Judged):
             self._verdict(event.variant, event.verdict.text)
         elif isinstance(event, events.Finished):
             self.curves.timer.stop()
             self.curves.refresh()
-            if self.add_runs is not None and experiment is not None and self.runner.job is not None:
-                self.add_runs(variant_runs(experiment, self.run_number(), self.runner.job.base_dir))
+            if self.runs is not None:
+                self._runs_changed(self.runs.end(event.status))
             self.status.setText(f"{event.status.value.capitalize()} after {event.iter} iterations")
         elif isinstance(event, events.Failed):
             self.curves.timer.stop()
+            if self.runs is not None:
+                self._runs_changed(self.runs.end(events.RunStatus.FAILED, event.message))
             self.status.setText(f"Failed: {event.message}")
         self._update_buttons()
 
@@ -171,6 +190,26 @@ class CompareInitDialog(QDialog):
         """The number the first variant's run gets: after the runs the window knows."""
         controller = getattr(getattr(self.parent(), "training", None), "controller", None)
         return len(controller.runs) + 1 if controller is not None else 1
+
+    # ---- the variants' runs -----------------------------------------------------------------------
+    def _start_runs(self) -> None:
+        experiment, job = self.runner.experiment, self.runner.job
+        if self.add_runs is None or experiment is None or job is None:
+            return
+        self.runs = VariantRuns(experiment, self.run_number(), job.base_dir)
+        self.add_runs(self.runs.runs)
+
+    def _feed_runs(self) -> None:
+        if self.runs is not None:
+            self.runs.feed()
+
+    def _runs_status(self, status: events.RunStatus) -> None:
+        if self.runs is not None:
+            self._runs_changed(self.runs.set_status(status))
+
+    def _runs_changed(self, runs: list[Run]) -> None:
+        if self.update_runs is not None and runs:
+            self.update_runs(runs)
 
     def _verdict(self, k: int, text: str) -> None:
         experiment = self.runner.experiment

@@ -92,9 +92,14 @@ class TrainingController(QObject):
         return run
 
     def add_run(self, run: Run) -> None:
-        """A run that happened elsewhere (read from its log): listed and plotted like the others."""
+        """A run that happened elsewhere (read from its log, or an experiment's variant, fed by the
+        experiment): listed and plotted like the others."""
         self.runs.append(run)
         self.run_added.emit(run)
+        self.run_changed.emit(run)
+
+    def update_run(self, run: Run) -> None:
+        """A run fed from elsewhere changed its status, error or log: the views follow."""
         self.run_changed.emit(run)
 
     def pause(self) -> None:

@@ -310,7 +310,7 @@ class TrainingDock(QDockWidget):
     def _on_run_added(self, run: Run) -> None:
         self.console.append_lines([f"—— {run.name} · {run.started:%H:%M:%S} · {run.job.summary} ——"], "#555")
         self.runs.add_run(run)
-        if not run.active:  # a run read from a log: nothing to follow
+        if run is not self.controller.current:  # read from a log, or an experiment's: not this bar's
             return
         self._model_shown = False  # the new run's weights from now on
         self._weights_of_run = True

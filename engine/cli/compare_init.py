@@ -7,7 +7,9 @@ engine/experiments/filler_spec.py reads it (``xavier``, ``constant 0``, ``gaussi
 ``--variant`` the five of DIGITS's weight-init example run. Prints a progress line at every test
 (each variant's loss and test score), then a table and one verdict line per variant. Bad input
 (an unknown filler or field, fewer than 2 or more than 6 variants, a layer the net lacks) is one
-line and exit code 2.
+line and exit code 2. Ctrl-C (SIGINT) stops every variant after the current iteration, as it stops
+``train``: the table, the verdicts (each on the iterations it reached) and ``--out`` follow, exit 0;
+a second Ctrl-C ends it at once (exit 130).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def run(args: argparse.Namespace, picture: Picture | None = None) -> int:
     # The engine loads here, not when main.py builds its parser.
     from engine import pymodules
     from engine.cli import common
+    from engine.cli.signals import SignalHandler
     from engine.cli.train import bundled_data, data_beside, read_solver, solver_nets
     from engine.experiments import report
     from engine.experiments.compare_init import MAX_VARIANTS, MIN_VARIANTS, CompareInit
@@ -97,7 +100,9 @@ def run(args: argparse.Namespace, picture: Picture | None = None) -> int:
         data_paths=data_paths, xp=backend.array_module(),
     )  # fmt: skip
     files = [args.solver, param.net, param.train_net, *param.test_net]
-    with pymodules.for_nets(files, nets), warnings.catch_warnings():
+    handler = SignalHandler("stop", None, repeat_aborts=True)
+    experiment.action = handler.action
+    with handler, pymodules.for_nets(files, nets), warnings.catch_warnings():
         # A diverging variant overflows in the engine's worker threads; its verdict says so, once.
         warnings.simplefilter("ignore", RuntimeWarning)
         curves = experiment.run()
@@ -109,6 +114,10 @@ def run(args: argparse.Namespace, picture: Picture | None = None) -> int:
             "(a data layer draws at random in a way the seed does not fix)",
             file=sys.stderr,
         )
+    end = progress.finished
+    stopped_at = end.iter if end is not None and end.status is events.RunStatus.STOPPED else None
+    if stopped_at is not None:  # by Ctrl-C: what ran is reported and written, as `train` keeps it
+        print(f"Optimization stopped early, at iteration {stopped_at} of {args.iterations}.")
     print(report.table(curves))
     for c in curves:
         print(f"{c.name}: {c.verdict.text if c.verdict else 'no verdict'}")
@@ -121,8 +130,9 @@ def run(args: argparse.Namespace, picture: Picture | None = None) -> int:
         if args.out.lower().endswith(".json"):
             differ = experiment.batches_differ_at
             text = report.to_json(
-                curves, layer_names, iterations=args.iterations, seed=args.seed, batches_differ_at=differ
-            )
+                curves, layer_names, iterations=args.iterations, seed=args.seed, batches_differ_at=differ,
+                stopped_at=stopped_at,
+            )  # fmt: skip
         else:
             text = report.to_csv(curves, layer_names)
         write_text_atomic(args.out, text)
@@ -143,6 +153,7 @@ class Progress:
         self.scores: dict[int, dict[int, dict[str, float]]] = {}
         self.dropped: set[int] = set()
         self.failed = ""
+        self.finished: events.Finished | None = None
 
     def __call__(self, event: exp.Event) -> None:
         if isinstance(event, exp.Ready):
@@ -159,6 +170,8 @@ class Progress:
             print(f"{self.names[event.variant] if self.names else event.variant}: failed: {event.message}")
         elif isinstance(event, events.Failed):
             self.failed = event.message
+        elif isinstance(event, events.Finished):
+            self.finished = event
 
     def _line(self, iteration: int, scores: dict[int, dict[str, float]]) -> None:
         parts = []

@@ -15,8 +15,10 @@ every iteration (and its smoothing over the solver's average_loss), the test net
 ``test_interval`` iterations and at the end, and every ``stats_every`` iterations, per layer, the
 std of the activations, the norm of the gradient reaching the layer and the fraction of ReLU
 outputs at zero (engine/experiments/layer_stats.py). At the end each variant gets a verdict
-(engine/experiments/verdict.py). ``pause``, ``resume`` and ``stop`` may be called from another
-thread and apply to every variant. No snapshot is written. No Qt.
+(engine/experiments/verdict.py), a stopped one on the iterations it reached. ``pause``, ``resume``
+and ``stop`` may be called from another thread and apply to every variant; ``action``, polled as a
+solver's is (after every iteration, before every test batch), stops them too when it says "stop" (the
+command line's SIGINT handler, engine/cli/signals.py). No snapshot is written. No Qt.
 """
 
 from __future__ import annotations
@@ -164,6 +166,7 @@ class CompareInit:
         self._started = time.perf_counter()
         self._wake = threading.Condition()
         self._status = events.RunStatus.STARTING
+        self.action: Callable[[], str | None] = lambda: None  # as Solver.action; only "stop" is heeded
 
     # --- requests from other threads ---------------------------------------------------------
     @property
@@ -189,8 +192,15 @@ class CompareInit:
     def _stopping(self) -> bool:
         return self._status is events.RunStatus.STOPPING
 
+    def _poll(self) -> bool:
+        """True when the run is to stop (asked here or through ``action``)."""
+        if self.action() == "stop":
+            self.stop()
+        return self._stopping()
+
     def _between_iterations(self) -> bool:
         """Wait out a pause; True when the run is to stop."""
+        self._poll()
         with self._wake:
             if self._status is not events.RunStatus.PAUSING:
                 return self._stopping()
@@ -277,6 +287,7 @@ class CompareInit:
                 len(curves.loss),
                 curves.error,
                 curves.diverged,
+                planned=self.iterations,
             )
             self._emit(exp.Judged(k, curves.verdict))
 
@@ -314,7 +325,7 @@ class CompareInit:
         except EngineError as exc:
             self._fail(k, str(exc))
             return None
-        solver.action = lambda: "stop" if self._stopping() else None
+        solver.action = lambda: "stop" if self._poll() else None
 
         def tested(event: events.Event, k: int = k) -> None:
             if isinstance(event, events.Tested) and event.net == 0:

@@ -1,12 +1,12 @@
 """An initialisation experiment's results as text: the summary table, JSON and CSV.
 
-JSON: ``{"iterations", "seed", "batches_differ_at", "layers", "variants": [{"name", "filler",
-"verdict", "final_loss", "best_accuracy", "beat_chance_at", "iters", "loss", "smoothed_loss",
-"tests": [{"iter", "scores"}], "stats": {"iters", "act_std", "grad_norm", "dead"}}]}`` (NaN as
-null). CSV: one row per variant and iteration: ``variant, filler, iteration, loss, smoothed_loss``,
-then ``test NAME`` for every test score (empty where the iteration was not tested) and ``LAYER
-act_std``, ``LAYER grad_norm``, ``LAYER dead`` per layer (empty where not measured); the final test
-after the last iteration is a row of its own, without a loss.
+JSON: ``{"iterations", "seed", "batches_differ_at", "stopped_at" (null unless stopped), "layers",
+"variants": [{"name", "filler", "verdict", "final_loss", "best_accuracy", "beat_chance_at", "iters",
+"loss", "smoothed_loss", "tests": [{"iter", "scores"}], "stats": {"iters", "act_std", "grad_norm",
+"dead"}}]}`` (NaN as null). CSV: one row per variant and iteration: ``variant, filler, iteration,
+loss, smoothed_loss``, then ``test NAME`` for every test score (empty where the iteration was not
+tested) and ``LAYER act_std``, ``LAYER grad_norm``, ``LAYER dead`` per layer (empty where not
+measured); the final test after the last iteration is a row of its own, without a loss.
 """
 
 from __future__ import annotations

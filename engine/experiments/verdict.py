@@ -13,7 +13,8 @@ The rule, from what the run recorded:
   losses (k = a tenth of the run, 1 to 10). r <= 0.5: learned; r <= 0.9: learned a little; else
   did not learn ("loss flat at 2.30" when it moved less than 10%, else "loss rose from A to B").
 
-"Beat chance" is the first tested iteration whose score reached p >= 0.1.
+"Beat chance" is the first tested iteration whose score reached p >= 0.1. A run stopped before the
+iterations planned is judged on those it reached, and says so: "... (stopped at iteration 40 of 300)".
 """
 
 from __future__ import annotations
@@ -54,9 +55,26 @@ def judge(
     iterations: int,
     error: str | None = None,
     diverged: bool = False,
+    planned: int | None = None,
 ) -> Verdict:
     """``tests``: (iteration, accuracy) in order; ``chance`` None when the net has no accuracy;
-    ``error``, why the run ended early (``diverged``: its loss was not finite)."""
+    ``error``, why the run ended early (``diverged``: its loss was not finite); ``planned``, the
+    iterations asked for (more than ``iterations``: the run was stopped)."""
+    verdict = _judge(losses, tests, chance, iterations, error, diverged)
+    if error or planned is None or iterations >= planned:
+        return verdict
+    said = f"{verdict.text} (stopped at iteration {iterations} of {planned})"
+    return Verdict(verdict.word, said, verdict.final_loss, verdict.best_accuracy, verdict.beat_chance_at)
+
+
+def _judge(
+    losses: Sequence[float],
+    tests: Sequence[tuple[int, float]],
+    chance: float | None,
+    iterations: int,
+    error: str | None,
+    diverged: bool,
+) -> Verdict:
     final = losses[-1] if losses else math.nan
     scores = [a for _, a in tests]
     best = max(scores) if scores else math.nan

@@ -143,3 +143,41 @@ def test_the_command_line_draws_the_curves_as_the_window_does(monkeypatch, mnist
     colours = {image.pixel(x, y) for x in range(0, 1280, 7) for y in range(0, 800, 7)}
     assert len(colours) > 50  # curves, axes, text: not a blank page
     assert [p.name for p in tmp_path.iterdir()] == ["curves.png"]  # written whole, no temporary left
+
+
+def test_each_variant_is_a_run_from_its_start_and_a_stop_keeps_them(qtbot, window):
+    dialog = window.compare_init.open_dialog()
+    pick(dialog, "xavier", "msra")
+    dialog.setup.iterations.setValue(5000)
+    dialog.setup.test_iter.setValue(1)
+    assert dialog.start()
+    experiment = dialog.runner.experiment
+    controller, view = window.training.controller, window.training.runs
+    qtbot.waitUntil(lambda: len(controller.runs) == 2, timeout=TIMEOUT_MS)
+    runs = controller.runs
+    assert [r.name for r in runs] == ["Run 1 · xavier", "Run 2 · msra"]
+    assert all(r.status is RunStatus.RUNNING and r.max_iter == 5000 for r in runs)
+    rows = {view.tree.topLevelItem(i).text(0): view.tree.topLevelItem(i) for i in range(2)}
+    assert [rows[r.name].text(1) for r in runs] == ["running", "running"]
+
+    # Followed while the experiment goes on: the points grow, the row says how far, a click opens it.
+    qtbot.waitUntil(lambda: all(len(r.train) >= 3 for r in runs), timeout=TIMEOUT_MS)
+    assert experiment.status.active and not dialog.buttons["start"].isEnabled()
+    qtbot.waitUntil(lambda: rows["Run 1 · xavier"].text(2).split("/")[0] not in ("", "0"), timeout=TIMEOUT_MS)
+    view.tree.setCurrentItem(rows["Run 1 · xavier"])
+    assert (
+        view.details.toPlainText().startswith("Run 1 · xavier")
+        and 'type: "xavier"' in view.details.toPlainText()
+    )
+    assert window.training.train_action.isEnabled()  # the dock's own Train is not held by the experiment
+
+    dialog.buttons["stop"].click()
+    qtbot.waitUntil(lambda: all(r.status is RunStatus.STOPPED for r in runs), timeout=TIMEOUT_MS)
+    assert experiment.status is RunStatus.STOPPED and controller.runs == runs  # kept, none added
+    for run, curves in zip(runs, experiment.curves):
+        assert len(run.train) == len(curves.loss) < 5000  # complete: every iteration the variant ran
+        assert run.train.column("loss")[-1] == curves.loss[-1] and run.iter == len(curves.loss)
+        assert (
+            run.log[-1][1] == f"Verdict: {curves.verdict.text}" and "stopped at iteration" in run.log[-1][1]
+        )
+    assert [rows[r.name].text(1) for r in runs] == ["stopped", "stopped"]
