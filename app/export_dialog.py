@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 
 from app.export_work import NetExport, attempt, write_net, write_package
 from app.training.job import absolutize_data_paths, document_folder, make_job
+from engine.data.paths import beside_document
 from engine.export.torch_files import PACKAGE_MARKER as MARKER
 from engine.export.torch_files import shadowing
 from engine.model_use.deploy import is_deploy
@@ -313,7 +314,7 @@ class ExportDialog(QDialog):
             )
         net = caffe_pb2.NetParameter()
         net.CopyFrom(self.doc.net)
-        absolutize_data_paths(net, document_folder(self.doc))
+        absolutize_data_paths(net, document_folder(self.doc), data_paths=beside_document(self.doc))
         options = NetExport(
             kind=self.kind,
             net=net,

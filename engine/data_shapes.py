@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.data.paths import DataPaths
 from proto import caffe_pb2
 
 Shape = tuple[int, ...]
@@ -86,6 +87,7 @@ class Hints:
     typed: dict[str, Shape] = field(default_factory=dict)  # top blob -> the user's shape
     recorded: dict[str, list[Shape]] = field(default_factory=dict)  # record_key -> top shapes
     net_path: str | None = None
+    data_paths: DataPaths | None = None  # where its data files are looked for; None: beside net_path
     deploy: Mapping[str, tuple[Shape, str]] | None = None  # given: top blob -> (input shape, file name)
     _found: tuple[object, dict[str, tuple[Shape, str]]] | None = field(
         default=None, repr=False, compare=False

@@ -19,6 +19,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from engine import pymodules
+from engine.data.paths import beside_document
 from engine.data_shapes import Hints
 from graph_view import canvas_colours, sidecar, summary
 from graph_view.controller import GraphController
@@ -193,6 +194,7 @@ class GraphEditor(QWidget):
                 getattr(doc, "net_path", None), getattr(doc, "solver_path", None)
             )
             self.scene.data_hints.net_path = getattr(doc, "net_path", None)  # a deploy net beside it
+            self.scene.data_hints.data_paths = beside_document(doc)  # as View Data and a run look
             self.scene.show_net(doc.net)
             self._watch_modules()
         if self._fit_pending and self.view.isVisible() and self.view.viewport().width() > 50:
@@ -303,7 +305,9 @@ class GraphEditor(QWidget):
         self.scene.downward = state.downward
         self.toolbar.set_downward(self.scene.downward)
         hints = self.scene.data_hints
-        self.scene.data_hints = Hints(state.input_shapes, state.data_shapes, net_path=hints.net_path)
+        self.scene.data_hints = Hints(
+            state.input_shapes, state.data_shapes, net_path=hints.net_path, data_paths=hints.data_paths
+        )
 
     def _scene_layout(self) -> sidecar.ViewState:
         names = {layer.name for layer in self.document.net.layer}

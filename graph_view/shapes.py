@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 import types
 from collections import OrderedDict
@@ -30,6 +31,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from engine import data_shapes, pyimport, pymodules, relative_paths
 from engine.blob import Blob
+from engine.data.paths import DEFAULT, DataPaths
 from engine.data_shapes import Assumption, Hints
 from engine.layers import Layer, create_layer
 from proto import caffe_pb2
@@ -100,8 +102,9 @@ def _make_layer(param: LayerParameter, bottoms: list[Blob]) -> tuple[Layer, bool
     return layer, True
 
 
-def _set_up(param: LayerParameter, bottoms: list[Blob], tops: list[Blob]) -> Layer:
+def _set_up(param: LayerParameter, bottoms: list[Blob], tops: list[Blob], data_paths: DataPaths) -> Layer:
     layer, preshaped = _make_layer(param, bottoms)
+    layer.data_paths = data_paths
     if layer.auto_top_blobs:
         tops += [
             Blob((), np.float32, SHAPE_ONLY)
@@ -113,6 +116,7 @@ def _set_up(param: LayerParameter, bottoms: list[Blob], tops: list[Blob]) -> Lay
         if not preshaped:
             raise
         layer = create_layer(param, xp=SHAPE_ONLY)  # our guess at the weights was wrong: fill them
+        layer.data_paths = data_paths
         layer.setup(bottoms, tops)
     return layer
 
@@ -136,13 +140,15 @@ def _blob(shape: Shape) -> Blob:
     return Blob(shape, np.float32, SHAPE_ONLY)
 
 
-def _one(param: LayerParameter, bottoms: list[Blob], data_types: frozenset[str]) -> LayerShapes:
+def _one(
+    param: LayerParameter, bottoms: list[Blob], data_types: frozenset[str], data_paths: DataPaths = DEFAULT
+) -> LayerShapes:
     tops = [
         bottoms[i] if i < len(param.bottom) and param.bottom[i] == name else Blob((), np.float32, SHAPE_ONLY)
         for i, name in enumerate(param.top)
     ]
     try:
-        layer = _set_up(param, bottoms, tops)
+        layer = _set_up(param, bottoms, tops, data_paths)
     except Exception as exc:  # any failure is the layer's: report it, keep going
         message = str(exc) or type(exc).__name__
         return LayerShapes(
@@ -199,14 +205,17 @@ def _data_layer(param: LayerParameter, layers: Sequence[LayerParameter], hints: 
     """A data layer set up from its source; failing that, the shapes assumed for it. A mean file
     that cannot be read is a note: the layer is set up again without it (it changes no shape)."""
     notes: tuple[str, ...] = ()
-    if hints is not None and hints.net_path:  # relative to the Caffe root, as BVLC's nets name them
-        relative_paths.absolutize_data_paths(param, hints.net_path)
+    where = _data_paths(hints)
+    for message, name in relative_paths.DATA_PATHS:  # the files found, as absolute paths
+        value = getattr(getattr(param, message), name) if param.HasField(message) else ""
+        if value and where.resolve(value).exists():
+            setattr(getattr(param, message), name, os.fspath(where.resolve(value)))
     if param.transform_param.HasField("mean_file"):
         _mean, problem = data_shapes.mean_file_shape(param)
         if problem:
             notes = (f"{problem} (it changes no shape: the shapes are found without it)",)
             param.transform_param.ClearField("mean_file")
-    result = _one(param, [], DATA_TYPES)
+    result = _one(param, [], DATA_TYPES, where)
     if not result.error:
         return LayerShapes(result.tops, result.params, notes=notes)
     assumed = data_shapes.assume(param, param.phase, hints, layers)
@@ -214,6 +223,13 @@ def _data_layer(param: LayerParameter, layers: Sequence[LayerParameter], hints: 
         return LayerShapes(list(assumed.tops), [], None, False, assumed, notes)
     tops = list(assumed.tops) if assumed is not None else result.tops
     return LayerShapes(tops, [], result.error, True, assumed, notes)
+
+
+def _data_paths(hints: Hints | None) -> DataPaths:
+    """Where a data layer's files are looked for: as View Data and a run of the net look for them."""
+    if hints is None:
+        return DEFAULT
+    return hints.data_paths or DataPaths.beside(hints.net_path)
 
 
 def _infer(

@@ -1,18 +1,15 @@
 """ "View Data…" under the inspector's fields when the selected layer reads a source (a Data layer's
 LMDB, ImageData's image list, HDF5Data's file list): the Dataset view of what that source holds,
-its relative names looked for beside the net and the solver as a run looks for them."""
+its relative names looked for as a run looks for them (engine.data.paths.beside_document)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from app.dataset.view import DatasetView
-from app.training.job import document_folder
-from engine.data.paths import DataPaths
+from engine.data.paths import beside_document
 from engine.data.source_browse import browse_layer
 from proto import caffe_pb2
 
@@ -50,24 +47,18 @@ class LayerDataButton(QWidget):
         layer = self.layer()
         self.setVisible(layer is not None and bool(source_of(layer)))
 
-    def base_dirs(self) -> list[str]:
-        doc = self.main.doc
-        net = [os.path.dirname(os.path.abspath(doc.net_path))] if doc.net_path else []
-        return [*net, document_folder(doc)]
-
     def open_view(self) -> DatasetView | None:
         layer = self.layer()
         if layer is None or not source_of(layer):
             return None
         layer = caffe_pb2.LayerParameter.FromString(layer.SerializeToString())  # the layer as it is now
-        dirs = self.base_dirs()
-        paths = DataPaths(search_from=tuple(Path(d) for d in dirs))
+        paths = beside_document(self.main.doc)  # where a run of this net looks, as the canvas does
         source = paths.resolve(source_of(layer))
         mean = layer.transform_param.mean_file
         self.view = DatasetView(
             source,
             self.main,
-            browse=lambda: browse_layer(layer, dirs),
+            browse=lambda: browse_layer(layer, paths),
             title=f"Data of layer '{layer.name}' ({layer.type}): {source_of(layer)}",
             mean_file=paths.resolve(mean) if mean else None,
         )

@@ -70,7 +70,7 @@ class Runner(QObject):
     # ---- the worker thread --------------------------------------------------------------------
     def _main(self, experiment: CompareInit, job) -> None:
         try:
-            experiment.data_paths = provide_bundled_data(job.nets(), lambda _line: None)
+            experiment.data_paths = provide_bundled_data(job.nets(), lambda _line: None, job.data_paths)
             with pymodules.importing_from(job.module_dirs, job.python_modules()):
                 experiment.run()
         except BaseException as exc:  # the experiment reports its own errors; this is the rest

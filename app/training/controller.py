@@ -188,7 +188,8 @@ class TrainingController(QObject):
 
                 trainer.submit(last_words, lambda result, error: None)  # before the stop: in order
                 trainer.stop()
-            self._worker.join(timeout_s)
+            if self._worker.join(timeout_s):
+                self._worker.release()  # a finished run's data threads stop with the window
 
     # ---- from the worker -------------------------------------------------------------------------
     def _submit(self, work, answer: Answer) -> None:

@@ -1,8 +1,9 @@
 """What one run trains: a frozen copy of the document's net and solver, ready for the engine.
 
 The solver's net (``net`` or ``train_net``) is replaced by the document's net itself, so edits
-that are not saved train too and later edits never reach the run. Relative paths (test nets,
-snapshots, data sources) resolve against the document's folder, as they would beside the file.
+that are not saved train too and later edits never reach the run. Relative test nets and
+snapshots resolve against the document's folder, as they would beside the file; data files by the
+rule the canvas and View Data follow too (engine.data.paths.beside_document).
 A Data layer naming one of the bundled MNIST databases that exists nowhere gets the bundled copy.
 A net with no folder of its own to write to (untitled, an example, read-only) snapshots into a
 fresh folder under the per-user runs folder, never beside the file it came from. Trained weights
@@ -20,7 +21,7 @@ from pathlib import Path
 from app import files, netio
 from app.fields import copy_message
 from engine import pymodules
-from engine.data.paths import DEFAULT, DataPaths
+from engine.data.paths import DEFAULT, DataPaths, beside_document
 from proto import caffe_pb2
 
 # When the document has no solver: Caffe's LeNet schedule, short.
@@ -58,6 +59,7 @@ class TrainingJob:
     canonical: str = ""  # solver and net rendered the same way every time, for diffs between runs
     module_dirs: tuple[str, ...] = ()  # Python layers' modules are imported from here first
     output_dir: str = ""  # where snapshots go when not beside the net (a runs folder); "" beside it
+    data_paths: DataPaths = DEFAULT  # where its data files are looked for (engine.data.paths.beside_document)
 
     @property
     def summary(self) -> str:
@@ -114,7 +116,8 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
     canonical = f"{netio.solver_to_text(solver).rstrip()}\n\n{netio.net_to_text(net).rstrip()}\n"
     base_dir = document_folder(doc)
     output = None if writes_beside(doc) else run_folder(Path(solver.snapshot_prefix).name or net.name)
-    absolutize_data_paths(net, base_dir, str(output) if output else None)
+    data_paths = beside_document(doc)  # as the canvas and View Data look
+    absolutize_data_paths(net, base_dir, str(output) if output else None, data_paths)
     if solver.HasField("train_net") or solver.HasField("train_net_param"):
         solver.ClearField("train_net")
         solver.train_net_param.CopyFrom(net)
@@ -155,15 +158,23 @@ def make_job(doc, device: str = "cpu") -> TrainingJob:
         canonical,
         module_dirs,
         output_dir,
+        data_paths,
     )
 
 
-def absolutize_data_paths(net: caffe_pb2.NetParameter, base_dir: str, output_dir: str | None = None) -> None:
-    """Make relative data files that exist under ``base_dir`` absolute (the rest stay for the data root).
+def absolutize_data_paths(
+    net: caffe_pb2.NetParameter,
+    base_dir: str,
+    output_dir: str | None = None,
+    data_paths: DataPaths | None = None,
+) -> None:
+    """Make relative data files that ``data_paths`` finds (by default: beside ``base_dir``)
+    absolute; the rest stay for the data root.
 
     An HDF5Output's file is written beside the net, as ``caffe train`` run from there writes it, or
     into ``output_dir`` when the run may not write there.
     """
+    where = data_paths if data_paths is not None else DataPaths(search_from=(Path(base_dir),))
     for layer in net.layer:
         output = layer.hdf5_output_param
         if layer.type == "HDF5Output" and output.file_name and not os.path.isabs(output.file_name):
@@ -173,11 +184,14 @@ def absolutize_data_paths(net: caffe_pb2.NetParameter, base_dir: str, output_dir
                 continue
             param = getattr(layer, param_name)
             value = getattr(param, field_name)
-            if value and not os.path.isabs(value) and os.path.exists(os.path.join(base_dir, value)):
-                setattr(param, field_name, os.path.join(base_dir, value))
+            found = where.resolve(value) if value and not os.path.isabs(value) else None
+            if found is not None and found.exists() and where.data_root() not in found.parents:
+                setattr(param, field_name, os.path.abspath(found))
 
 
-def provide_bundled_data(nets: list[caffe_pb2.NetParameter], say: Callable[[str], None]) -> DataPaths:
+def provide_bundled_data(
+    nets: list[caffe_pb2.NetParameter], say: Callable[[str], None], data_paths: DataPaths = DEFAULT
+) -> DataPaths:
     """Where the run's nets look for their data: the bundled MNIST as the data root when a Data
     layer needs it (the run builds its solver with these; nothing global is set).
 
@@ -194,8 +208,8 @@ def provide_bundled_data(nets: list[caffe_pb2.NetParameter], say: Callable[[str]
             shown[0] = step
             say(f"Preparing the bundled MNIST ({what}): {done}/{total}")
 
-    folder = bundled_mnist_for(nets, DEFAULT, progress)
+    folder = bundled_mnist_for(nets, data_paths, progress)
     if folder is None:
-        return DEFAULT
+        return data_paths
     say(f"Data root: {folder}")
-    return DEFAULT.with_root(folder)
+    return data_paths.with_root(folder)

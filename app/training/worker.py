@@ -103,7 +103,7 @@ class Worker:
         gpu = self.job.device == "gpu"
         xp = backend.array_module("gpu" if gpu else "cpu")
         say(f"Using {'GPU' if gpu else 'CPU'}")
-        data_paths = provide_bundled_data(self.job.nets(), say)
+        data_paths = provide_bundled_data(self.job.nets(), say, self.job.data_paths)
         if self.job.output_dir and not os.path.isdir(self.job.output_dir):
             os.makedirs(self.job.output_dir)
             self._made_folder = True

@@ -89,12 +89,11 @@ def bundled_data(
     return data_paths.with_root(folder)
 
 
-def data_beside(param: caffe_pb2.SolverParameter) -> DataPaths:
-    """Relative data sources not under the working directory are looked for beside each net file
-    and in the folders above it, as its ``net:`` path was."""
-    files = [p for p in (param.net, param.train_net, *param.test_net) if p]
-    folders = [f for p in files for f in relative_paths.folders_from(p)]
-    return DataPaths(search_from=tuple(dict.fromkeys(folders)))
+def data_beside(param: caffe_pb2.SolverParameter, solver_path: str | None = None) -> DataPaths:
+    """Relative data sources (and root_folders) not under the working directory are looked for
+    beside each net file and the solver file and in the folders above them, as its ``net:`` path
+    was: the rule the window follows too (engine/data/paths.py)."""
+    return DataPaths.beside(*(param.net, param.train_net, *param.test_net), solver_path)
 
 
 def weight_files(flag: str) -> list[str]:
@@ -176,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             glog.warning(f"One GPU trains here (no multi-GPU data parallelism): using GPU {gpus[0]} only.")
         param.device_id = gpus[0]
         common.set_device(gpus[0])
-    data_paths = bundled_data(nets, data_beside(param), say)
+    data_paths = bundled_data(nets, data_beside(param, args.solver), say)
     files = [args.solver, param.net, param.train_net, *param.test_net]
     with handler, pymodules.for_nets(files, nets):
         solver = create_solver(param, log_fn=glog.solver_printer, data_paths=data_paths)

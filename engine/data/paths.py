@@ -1,12 +1,13 @@
-"""Where the files a net names are looked for.
+"""Where the files a net names are looked for: the one rule for data paths, for the canvas's shapes,
+View Data, Train in the window and ``main.py train`` alike.
 
-Caffe opens a relative ``source`` (and ``mean_file``) against the working directory. When that
-path does not exist, a net's ``DataPaths`` tries its ``search_from`` folders (``main.py train``:
-each net file's folder and those above it), then the data root: the one it was given (the bundled
-MNIST a run prepared, engine/data/bundled.py), else the folder in the ``BARISTA_DATA_ROOT``
-environment variable, else the bundled MNIST folder once it is prepared. Under the root the whole
-relative path is tried first, then its last component alone, so Caffe's own
-``examples/mnist/mnist_train_lmdb`` finds ``<root>/mnist_train_lmdb``.
+Caffe opens a relative ``source``, ``mean_file`` and ``root_folder`` + image path against the
+working directory. When that path does not exist, a net's ``DataPaths`` tries its ``search_from``
+folders (``DataPaths.beside``: the net's and solver's files' folders and those above them), then the
+data root: the one it was given (the bundled MNIST a run prepared, engine/data/bundled.py), else the
+folder in the ``BARISTA_DATA_ROOT`` environment variable, else the bundled MNIST folder once it is
+prepared. Under the root the whole relative path is tried first, then its last component alone, so
+Caffe's own ``examples/mnist/mnist_train_lmdb`` finds ``<root>/mnist_train_lmdb``.
 
 A net is built with its DataPaths (``Net(..., data_paths=...)``, ``create_solver(...,
 data_paths=...)``); ``DEFAULT`` (no folders, no root of its own) serves everything else.
@@ -29,6 +30,15 @@ class DataPaths:
 
     search_from: tuple[Path, ...] = ()
     root: Path | None = None  # None: BARISTA_DATA_ROOT, else the bundled MNIST once prepared
+
+    @classmethod
+    def beside(cls, *files: str | os.PathLike[str] | None) -> DataPaths:
+        """Paths looked for beside each of ``files`` (a net, its solver) and in the folders above
+        it, after the working directory, as ``net:`` paths are (engine/relative_paths.py)."""
+        from engine.relative_paths import folders_from
+
+        folders = [f for path in files if path for f in folders_from(path)]
+        return cls(search_from=tuple(dict.fromkeys(folders)))
 
     def with_root(self, root: Path | str) -> DataPaths:
         return dataclasses.replace(self, root=Path(root))
@@ -54,8 +64,35 @@ class DataPaths:
             candidates += [root / given, root / given.name]
         return next((c for c in candidates if c.exists()), given)
 
+    def folder_problem(self, folder: str) -> str | None:
+        """Why ``folder`` (an ImageData ``root_folder``, glued in front of each image's path as a
+        string) names no folder; None when it does, or names none (``"img_"`` is a name prefix)."""
+        head = folder[: max(folder.rfind("/"), folder.rfind(os.sep)) + 1]
+        if not head or self.resolve(head).is_dir():
+            return None
+        relative = not os.path.isabs(os.path.expanduser(head))
+        return f"its root_folder '{folder}' is not a folder" + (
+            f" (looked for {self.places()})" if relative else ""
+        )
+
+    def places(self) -> str:
+        """Where a relative path is looked for, in words, in order."""
+        places = [f"in the working directory {os.getcwd()}"]
+        if self.search_from:
+            places.append(f"in {self.search_from[0]} and the folders above it")
+        root = self.data_root()
+        if root is not None:
+            places.append(f"in the data root {root}")
+        return ", then ".join(places)
+
 
 DEFAULT = DataPaths()
+
+
+def beside_document(doc: object) -> DataPaths:
+    """``DataPaths.beside`` a document's files (its ``net_path``, ``solver_path`` and ``origin``, the
+    file an untitled copy came from): where the canvas, View Data and a run of it look alike."""
+    return DataPaths.beside(*(getattr(doc, name, None) for name in ("net_path", "solver_path", "origin")))
 
 
 def data_root() -> Path | None:

@@ -9,7 +9,7 @@ Only labels are read for the whole source; images are read a page at a time.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -110,14 +110,10 @@ def _as_image(row: np.ndarray) -> np.ndarray:
     return row.reshape(_image_shape(row.shape))
 
 
-def browse_layer(
-    layer: caffe_pb2.LayerParameter, base_dirs: Sequence[str] = (), data_paths: DataPaths = DEFAULT
-) -> Browsed:
+def browse_layer(layer: caffe_pb2.LayerParameter, data_paths: DataPaths = DEFAULT) -> Browsed:
     """What a Data (LMDB), ImageData or HDF5Data layer's source holds; a DataError naming the layer
-    for another layer or a source that cannot be read. Relative names are looked for beside the
-    net (``base_dirs``, its and its solver's folders) first, then as a run looks for them."""
-    folders = tuple(Path(d) for d in base_dirs)
-    data_paths = dataclasses.replace(data_paths, search_from=(*folders, *data_paths.search_from))
+    for another layer or a source that cannot be read. Relative names are looked for by
+    ``data_paths``, as a run of the net looks for them (``DataPaths.beside`` the net's files)."""
 
     def where(name: str) -> Path:
         found = data_paths.resolve(name)
@@ -133,7 +129,11 @@ def browse_layer(
         if layer.type == "ImageData":
             p = layer.image_data_param
             size = (p.new_height, p.new_width) if p.new_height > 0 and p.new_width > 0 else (0, 0)
-            return browse_image_list(where(p.source), p.root_folder, p.is_color, size, data_paths)
+            source = where(p.source)
+            problem = data_paths.folder_problem(p.root_folder)
+            if problem:
+                raise DataError(f"layer '{layer.name}' ({layer.type}): {problem}")
+            return browse_image_list(source, p.root_folder, p.is_color, size, data_paths)
         if layer.type == "HDF5Data":
             return browse_hdf5(where(layer.hdf5_data_param.source), list(layer.top), data_paths)
     except DataError as exc:

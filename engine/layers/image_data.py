@@ -47,6 +47,9 @@ class ImageDataLayer(BasePrefetchingDataLayer):
         if not p.source:  # Path("") is the working directory: "cannot open the image list ." said nothing
             raise self.error(f"image_data_param.source is empty: name the list of images ({LIST_FORMAT})")
         lines = read_list(self.data_paths.resolve(p.source))
+        problem = self.data_paths.folder_problem(p.root_folder)
+        if problem:
+            raise self.error(problem)
         log.info("A total of %d images.", len(lines))
         skip = 0
         if p.rand_skip:

@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 
 from engine.data.errors import DataError
+from engine.data.paths import DataPaths
 from engine.data.source_browse import browse_hdf5, browse_image_list, browse_layer
 from proto import textio
 
@@ -69,12 +70,12 @@ def test_a_layer_finds_its_relative_source_beside_the_net(tmp_path):
         'layer { name: "relu" type: "ReLU" bottom: "data" top: "data" }'
         'layer { name: "d" type: "Data" top: "x" data_param { source: "nowhere_lmdb" backend: LMDB } }'
     )
-    seen = browse_layer(net.layer[0], [str(tmp_path)])
+    seen = browse_layer(net.layer[0], DataPaths(search_from=(tmp_path,)))
     assert seen.path == tmp_path / "list.txt" and seen.shape == (3, 3, 3)
     with pytest.raises(DataError, match=r"layer 'relu' \(ReLU\) has no source to view"):
-        browse_layer(net.layer[1], [str(tmp_path)])
+        browse_layer(net.layer[1], DataPaths(search_from=(tmp_path,)))
     with pytest.raises(DataError, match=r"layer 'd' \(Data\): its source nowhere_lmdb is not here"):
-        browse_layer(net.layer[2], [str(tmp_path)])
+        browse_layer(net.layer[2], DataPaths(search_from=(tmp_path,)))
     (tmp_path / "list.txt").write_text("")
     with pytest.raises(DataError, match=r"^layer 'img': the image list .* is empty"):
-        browse_layer(net.layer[0], [str(tmp_path)])
+        browse_layer(net.layer[0], DataPaths(search_from=(tmp_path,)))
