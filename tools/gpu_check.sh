@@ -10,7 +10,8 @@
 # 4. python -m bench.gpu_nets: LeNet b64 and b1024, CIFAR-10 quick b100 and GoogLeNet b32, the engine
 #    (eager and with CUDA graphs) against torch eager and torch's whole-step CUDA graph, ms/step and
 #    peak GPU memory, side by side;
-#    (and tools/gpu_model_use.py before it: dataset -> train -> classify, evaluate, compare-init, --gpu 0);
+#    (and before it tools/gpu_model_use.py: dataset -> train -> classify, evaluate, compare-init, --gpu 0,
+#    and tools/gpu_graph_probe.py: which operation breaks a capture, for the layers graphs skip yet);
 # 5. main.py time --gpu on LeNet, CIFAR-10 quick and GoogLeNet-mini (resources/examples/inception.prototxt);
 # then a summary of each stage. It needs python3 with numpy, protobuf, pytest and cupy (torch for the
 # comparison); the engine's other dependencies (h5py, lmdb, Pillow, threadpoolctl, networkx, ...) are
@@ -107,6 +108,7 @@ stage "the plain-cupy path (ENGINE_KERNELS=0)" 25 env ENGINE_KERNELS=0 ENGINE_CU
   $PYTEST tests/engine/test_layer_*.py tests/engine/test_solvers.py -k cupy
 stage "training on the GPU (Trainer)" 15 $PY tools/gpu_train.py
 stage "dataset, train, classify, evaluate, compare-init on the GPU" 20 $PY tools/gpu_model_use.py
+stage "graph capture probe (layers graphs do not take yet)" 10 $PY tools/gpu_graph_probe.py
 stage "bench.gpu_nets" 60 $PY -m bench.gpu_nets
 for net in lenet cifar10_quick inception; do
   stage "main.py time --gpu $net" 33 $PY tools/gpu_train.py --time "$net"
