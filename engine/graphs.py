@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,9 @@ GRAPH_SAFE = frozenset(
     | {"Flatten", "Reshape"}
 )
 
-_checks: list[Callable[[], None]] | None = None  # collected while a capture runs
+# Checks collected while a capture runs, per thread: the window may train and run an initialisation
+# experiment on the GPU at once, each capturing its own graph.
+_capture = threading.local()
 # Eager iterations before a capture. The capture may not allocate device memory (cudaMalloc is not
 # allowed while capturing), so the graph's pool must already hold every block it asks for: the
 # first iteration finds layers holding nothing from a previous one, the second is the steady state
@@ -55,14 +58,15 @@ SETTLING = 2
 
 def capturing() -> bool:
     """True while a graph is being captured: no host syncs now (see after_launch)."""
-    return _checks is not None
+    return getattr(_capture, "checks", None) is not None
 
 
 def after_launch(check: Callable[[], None]) -> None:
     """Run ``check`` (which may sync and raise) after each launch of the graph being captured."""
-    if _checks is None:
+    checks = getattr(_capture, "checks", None)
+    if checks is None:
         raise RuntimeError("after_launch outside a capture")
-    _checks.append(check)
+    checks.append(check)
 
 
 class GraphStep:
@@ -168,12 +172,11 @@ class GraphStep:
         return total
 
     def capture(self, update: Callable[[], None] | None) -> float:
-        global _checks
         cupy = backend.array_module("gpu")
         # Thread-local: the window's thread may use the GPU meanwhile without spoiling the capture.
         mode = getattr(cupy.cuda.runtime, "streamCaptureModeThreadLocal", None)
         failure: Exception | None = None
-        _checks = []
+        _capture.checks = []
         try:
             with self.own_stream():
                 self.stream.begin_capture(mode) if mode is not None else self.stream.begin_capture()
@@ -186,7 +189,7 @@ class GraphStep:
         except Exception as exc:  # a sync, or an operation capture does not allow
             failure = exc
         finally:
-            checks, _checks = _checks, None
+            checks, _capture.checks = _capture.checks, None
         if failure is not None:
             self.failure = failure  # kept for tools/gpu_graph_probe.py
             log.warning(

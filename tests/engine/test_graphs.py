@@ -174,3 +174,30 @@ def test_updates_that_need_the_host_run_after_the_graph(xp, monkeypatch, extra):
     assert graph_log == eager_log
     for e, g in zip(eager_params, graph_params):
         np.testing.assert_array_equal(g, e)
+
+
+def test_a_capture_on_one_thread_is_not_seen_on_another():
+    """The window may train and run an initialisation experiment at once, each capturing on its own
+    thread: a label check collected during one capture must not join the other's graph."""
+    import threading
+
+    graphs._capture.checks = []
+    try:
+        seen: list[object] = []
+
+        def other() -> None:
+            seen.append(graphs.capturing())
+            try:
+                graphs.after_launch(lambda: None)
+            except RuntimeError as exc:
+                seen.append(str(exc))
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert graphs.capturing() and seen == [False, "after_launch outside a capture"]
+        graphs.after_launch(lambda: None)
+        assert len(graphs._capture.checks) == 1
+    finally:
+        graphs._capture.checks = None
+    assert not graphs.capturing()
