@@ -211,7 +211,7 @@ class GraphEditor(QWidget):
             self._bring_into_view(reveal)  # a layer added from the palette, say, lands in view
         self.problems.show_problems(self.scene.problems)
         g = self.scene.graph
-        self.data_watch.follow(g, getattr(self.document, "net_path", None))
+        self.data_watch.follow(g, self.scene.data_hints.data_paths or beside_document(self.document))
         self.scene.data_hints.recorded.update(g.read_shapes)  # for when the data is gone
         remember = getattr(self.document, "remember_data_shapes", None)  # a viewer's has no layout
         if remember is not None and g.read_shapes:

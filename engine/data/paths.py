@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ENV_VAR = "BARISTA_DATA_ROOT"
@@ -53,21 +53,36 @@ class DataPaths:
         bundled = user_data_dir() / "mnist"  # prepared by engine.data.mnist on the first LeNet run
         return bundled if bundled.is_dir() else None
 
+    def candidates(
+        self, path: str | os.PathLike[str], also: Iterable[Path] = (), to_come: bool = False
+    ) -> Iterator[Path]:
+        """Where ``path`` is looked for, in order: as given (an absolute path, or against the working
+        directory), beside ``also`` and each ``search_from`` folder, then under the data root (the
+        whole path, then its last component). ``to_come``: with no data root yet, under the bundled
+        MNIST's folder, where Train will prepare it (what a watch for the data to appear needs)."""
+        given = Path(os.path.expanduser(os.fspath(path)))
+        yield given
+        if given.is_absolute():
+            return
+        for folder in (*also, *self.search_from):
+            yield folder / given
+        root = self.data_root()
+        if root is None and to_come:
+            root = user_data_dir() / "mnist"
+        if root is not None:
+            yield root / given
+            yield root / given.name
+
     def resolve(self, path: str | os.PathLike[str], also: Iterable[Path] = ()) -> Path:
         """The file or folder ``path`` names; when nothing exists, the path as given (for the error)."""
-        given = Path(os.path.expanduser(os.fspath(path)))
-        if given.is_absolute() or given.exists():
-            return given
-        candidates = [folder / given for folder in (*also, *self.search_from)]
-        root = self.data_root()
-        if root is not None:
-            candidates += [root / given, root / given.name]
-        return next((c for c in candidates if c.exists()), given)
+        tries = self.candidates(path, also)
+        given = next(tries)
+        return given if given.exists() else next((c for c in tries if c.exists()), given)
 
     def folder_problem(self, folder: str) -> str | None:
         """Why ``folder`` (an ImageData ``root_folder``, glued in front of each image's path as a
         string) names no folder; None when it does, or names none (``"img_"`` is a name prefix)."""
-        head = folder[: max(folder.rfind("/"), folder.rfind(os.sep)) + 1]
+        head = folder_head(folder)
         if not head or self.resolve(head).is_dir():
             return None
         relative = not os.path.isabs(os.path.expanduser(head))
@@ -87,6 +102,11 @@ class DataPaths:
 
 
 DEFAULT = DataPaths()
+
+
+def folder_head(folder: str) -> str:
+    """The folder part of an ImageData ``root_folder``: up to its last separator ("" for none)."""
+    return folder[: max(folder.rfind("/"), folder.rfind(os.sep)) + 1]
 
 
 def beside_document(doc: object) -> DataPaths:

@@ -81,3 +81,27 @@ def test_the_bundled_mnist_only_for_nets_that_miss_it(nowhere, monkeypatch):
     (nowhere / "mine" / "mnist_test_lmdb").mkdir(parents=True)
     assert bundled.bundled_mnist_for(lenet, paths.DataPaths(root=nowhere / "mine")) is None  # found
     assert len(calls) == 1
+
+
+def test_resolve_takes_the_first_candidate_that_exists(nowhere, monkeypatch):
+    (nowhere / "cwd").mkdir()
+    monkeypatch.chdir(nowhere / "cwd")
+    net = nowhere / "project" / "nets" / "net.prototxt"
+    net.parent.mkdir(parents=True)
+    found = paths.DataPaths.beside(net).with_root(nowhere / "root")
+    tries = list(found.candidates("db/x_lmdb"))
+    assert tries[:3] == [Path("db/x_lmdb"), net.parent / "db/x_lmdb", nowhere / "project" / "db/x_lmdb"]
+    assert tries[-2:] == [nowhere / "root" / "db/x_lmdb", nowhere / "root" / "x_lmdb"]
+    inside = [t for t in tries[1:] if nowhere in t.parents]  # the test writes under tmp_path only
+    assert len(inside) == 5
+    for made in reversed(inside):  # the nearer place wins as each appears
+        made.mkdir(parents=True)
+        assert found.resolve("db/x_lmdb") == made
+    assert list(found.candidates(nowhere / "abs")) == [nowhere / "abs"]
+    assert list(paths.DataPaths().candidates("x")) == [Path("x")]  # no root prepared yet
+    to_come = nowhere / "no-user-data" / "mnist"
+    assert list(paths.DataPaths().candidates("a/x", to_come=True)) == [
+        Path("a/x"),
+        to_come / "a/x",
+        to_come / "x",
+    ]
