@@ -30,6 +30,17 @@ def track_thread(owner: _Closeable) -> None:
     """Join ``owner`` (whose close() stops and joins its thread) before any source closes at exit."""
     with _lock:
         _threads.add(owner)
+    run_first()
+
+
+def run_first() -> None:
+    """Make ``close_all`` the first exit handler again. atexit runs the last registered first, and the
+    libraries a source imports lazily register their own: h5py's unregisters its type converters,
+    which a prefetch thread still reading an HDF5 file then crashed on (a segfault or a bus error at
+    exit, about one pycaffe run in several hundred). A prefetch thread starts after its source's
+    library is imported, so re-registering here puts the joins before every such handler."""
+    atexit.unregister(close_all)
+    atexit.register(close_all)
 
 
 def track_source(source: _Closeable) -> None:

@@ -107,3 +107,24 @@ def test_every_run_exits_0(all_data, command):
         results = list(pool.map(_run, [argv] * RUNS))
     failed = [(code, err) for code, err in results if code != 0]
     assert not failed, f"{len(failed)} of {RUNS} runs failed; first: exit {failed[0][0]}: {failed[0][1]}"
+
+
+def test_prefetch_threads_are_joined_before_late_libraries_exit_handlers(tmp_path):
+    """A library imported after the engine (h5py, by the first HDF5Data layer) registers its exit
+    handler later, and atexit runs the last registered first: the joins must still come first."""
+    script = tmp_path / "order.py"
+    script.write_text(
+        "import atexit\n"
+        "from engine.data import teardown\n"
+        "order = []\n"
+        "atexit.register(lambda: print('order', order))\n"
+        "atexit.register(lambda: order.append('library'))  # as h5py does when imported late\n"
+        "class Prefetcher:\n"
+        "    def close(self):\n"
+        "        order.append('joined')\n"
+        "prefetcher = Prefetcher()\n"
+        "teardown.track_thread(prefetcher)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "order ['joined', 'library']"
