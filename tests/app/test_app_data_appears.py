@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
-import pytest
 from windows import open_window
 
-from engine.data import paths
 from engine.data.paths import DataPaths
 from graph_view import data_watch
 from tests.app.test_app_root_folder import data_label
@@ -22,16 +19,6 @@ from tests.engine.test_root_folder import HEIGHT, WIDTH, write_folder
 
 SHAPE = f"data  2×3×{HEIGHT}×{WIDTH}"  # read from the images, not assumed
 WAIT_MS = 15000
-
-
-@pytest.fixture
-def elsewhere(tmp_path, monkeypatch) -> Path:
-    """The working directory: a folder with no data; no data root, no bundled MNIST."""
-    monkeypatch.delenv(paths.ENV_VAR, raising=False)
-    monkeypatch.setattr(paths, "user_data_dir", lambda: tmp_path / "no-user-data")
-    (tmp_path / "elsewhere").mkdir()
-    monkeypatch.chdir(tmp_path / "elsewhere")
-    return tmp_path / "elsewhere"
 
 
 def images_problem(window) -> str:

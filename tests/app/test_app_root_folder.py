@@ -13,7 +13,6 @@ import pytest
 from PySide6.QtCore import Qt
 from windows import open_window
 
-from engine.data import paths
 from engine.events import RunStatus
 from graph_view.wires import BlobLabel
 from tests.engine.test_root_folder import HEIGHT, WIDTH, write_folder
@@ -23,12 +22,8 @@ MISSING = "layer 'images' (ImageData): its root_folder 'nowhere/' is not a folde
 
 
 @pytest.fixture
-def folder(tmp_path, monkeypatch) -> Path:
+def folder(tmp_path, elsewhere) -> Path:
     """``A``, where the net, solver, list and images are; the working directory is elsewhere."""
-    monkeypatch.delenv(paths.ENV_VAR, raising=False)
-    monkeypatch.setattr(paths, "user_data_dir", lambda: tmp_path / "no-user-data")
-    (tmp_path / "elsewhere").mkdir()
-    monkeypatch.chdir(tmp_path / "elsewhere")
     (tmp_path / "A").mkdir()
     return tmp_path / "A"
 
