@@ -334,6 +334,12 @@ class BatchLast:
             np.add(result, shift, out=y[a:b, :, r0:r1])
 
 
+def columns_block_bytes(rows: int, position_bytes: int) -> int:
+    """Bytes of columns per block for a weight of ``rows`` rows per group (O/G): BLOCK_BYTES, or
+    ROW_POSITIONS positions per row where that is more."""
+    return max(BLOCK_BYTES, ROW_POSITIONS * rows * position_bytes)
+
+
 def takes_batch_last(geometry: Geometry) -> bool:
     """Small stride-1 outputs: their runs of OW values are short, batch-last's OW x images are not."""
     return geometry.stride[1] == 1 and geometry.out[1] < BATCH_LAST_WIDTH and not geometry.pointwise()
@@ -358,8 +364,7 @@ def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws
     """y (N, O, OH, OW) = W (G, O/G, Kg) cols(x padded) (+ bias), a block at a time, on the pool's threads."""
     g, og, kg = w.shape
     position_bytes = g * kg * x.itemsize
-    block_bytes = max(BLOCK_BYTES, ROW_POSITIONS * og * position_bytes)
-    source = source_for(x, pad, geometry, position_bytes, ws, tag, block_bytes)
+    source = source_for(x, pad, geometry, position_bytes, ws, tag, columns_block_bytes(og, position_bytes))
     shift = None if bias is None else bias.reshape(-1, 1, 1)
 
     def work(first: int, stop: int) -> None:
@@ -431,8 +436,9 @@ class CpuConv:
         ws, g, og = self.workspace, self.g, self.o // self.g
         kg = dw[0].size
         position_bytes = g * kg * x.itemsize
-        block_bytes = max(BLOCK_BYTES, ROW_POSITIONS * og * position_bytes)
-        source = source_for(x, self.pad, self.windows, position_bytes, ws, "x", block_bytes)
+        source = source_for(
+            x, self.pad, self.windows, position_bytes, ws, "x", columns_block_bytes(og, position_bytes)
+        )
         parts: dict[int, tuple[Any, Any]] = {}
         # dW^T (G, Kg, O/G) = cols dY^T is a shape BLAS runs faster than dY cols^T where O/G is small
         # (3x3 convs, a core: O = 64, 212 against 155 GFLOP/s; CIFAR's O = 32, 191 against 109; O =
@@ -509,9 +515,7 @@ class CpuConv:
         full = (n, self.c, *(i + 2 * p for i, p in zip(self.conv_in, self.pad)))
         padded = backend.scratch("conv_dx_padded", full, dx.dtype) if any(self.pad) else dx
         position_bytes = g * kg * dy.itemsize
-        blocks = Blocks(
-            self.windows.out, position_bytes, max(BLOCK_BYTES, ROW_POSITIONS * self.o // g * position_bytes)
-        )
+        blocks = Blocks(self.windows.out, position_bytes, columns_block_bytes(self.o // g, position_bytes))
         s_n, s_c, s_h, s_w = padded.strides
 
         def images(first: int, stop: int) -> None:
