@@ -107,3 +107,15 @@ def pytest_sessionfinish(session, exitstatus):
         if reporter is not None:
             reporter.write_line(f"\nFAILED checkout guard: {message}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch) -> Path:
+    """The working directory: a folder with no data; no data root, no bundled MNIST."""
+    from engine.data import paths
+
+    monkeypatch.delenv(paths.ENV_VAR, raising=False)
+    monkeypatch.setattr(paths, "user_data_dir", lambda: tmp_path / "no-user-data")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    return tmp_path / "elsewhere"

@@ -109,6 +109,7 @@ class DatasetView(QDialog):
         ] or [path]
         self.split.addItems([p.name for p in self.databases])
         self.info = QLabel()
+        self.info.setWordWrap(True)  # a problem names its folders: it wraps rather than widen the window
         top.addWidget(self.split)
         top.addWidget(self.info, 1)
         self.mean = QLabel()

@@ -40,15 +40,3 @@ def doc(tmp_path) -> Document:
 @pytest.fixture
 def history(doc) -> History:
     return History(doc)
-
-
-@pytest.fixture
-def elsewhere(tmp_path, monkeypatch):
-    """The working directory: a folder with no data; no data root, no bundled MNIST."""
-    from engine.data import paths
-
-    monkeypatch.delenv(paths.ENV_VAR, raising=False)
-    monkeypatch.setattr(paths, "user_data_dir", lambda: tmp_path / "no-user-data")
-    (tmp_path / "elsewhere").mkdir()
-    monkeypatch.chdir(tmp_path / "elsewhere")
-    return tmp_path / "elsewhere"

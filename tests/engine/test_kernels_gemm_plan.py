@@ -126,6 +126,6 @@ def test_layouts_cublas_cannot_take_are_refused():
     assert gemm.plan(reversed_rows, memory.take((5, 3), rng), memory.take((4, 3), rng)) is None
 
 
-def test_numpy_arrays_never_reach_cublas():
+def test_mixed_types_are_left_to_cupy_matmul():
     a = np.ones((2, 2), np.float32)
     assert not gemm.matmul(a, a, np.empty((2, 2), np.float64))  # mixed types: cupy.matmul's job

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.data import paths
 from engine.data.paths import DataPaths
 from engine.errors import LayerSetupError
 from engine.net import Net
@@ -52,17 +51,6 @@ def write_folder(folder: Path, root: str) -> list[np.ndarray]:
     (folder / "net.prototxt").write_text(NET.format(root=root))
     (folder / "solver.prototxt").write_text(SOLVER)
     return pictures
-
-
-@pytest.fixture
-def elsewhere(tmp_path, monkeypatch) -> Path:
-    """The working directory: a folder with no data, no data root."""
-    monkeypatch.delenv(paths.ENV_VAR, raising=False)
-    monkeypatch.setattr(paths, "user_data_dir", lambda: tmp_path / "no-user-data")
-    cwd = tmp_path / "elsewhere"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    return cwd
 
 
 def roots(folder: Path) -> list[str]:
