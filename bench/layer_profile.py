@@ -1,7 +1,7 @@
 """Where a training step's time goes, inside the step as the solver runs it: per layer type, forward
 and backward, and the solver's update, each with the CPU time of all threads beside the wall time.
 
-    python -m bench.layer_profile [--nets resnet18 cifar10_quick lenet caffenet] [--steps 3]
+    python -m bench.layer_profile [--nets resnet18 cifar10_quick lenet caffenet] [--steps 3] [--by-layer]
 
 `main.py time` times each layer alone, as `caffe time` does, outside the solver's thread scope
 (engine.parallel.gemms_in_pool), so its figures are not what training sees; this wraps the layers
@@ -52,12 +52,12 @@ class Clock:
         self.cpu.clear()
 
 
-def profile(name: str, steps: int, cores: int) -> None:
+def profile(name: str, steps: int, cores: int, by_layer: bool = False) -> None:
     step, _ = cpu_nets.engine_steps(cpu_nets.prototxt(name))
     solver = step.__self__  # type: ignore[attr-defined]
     clock = Clock()
     for layer in solver.net.layers:
-        kind = kind_of(layer)
+        kind = f"{layer.name} ({kind_of(layer)})" if by_layer else kind_of(layer)
         layer.forward = clock.timed((kind, "forward"), layer.forward)
         layer.backward = clock.timed((kind, "backward"), layer.backward)
     solver.apply_update = clock.timed(("SGD update", ""), solver.apply_update)
@@ -73,18 +73,19 @@ def profile(name: str, steps: int, cores: int) -> None:
         counted += w
         if w >= 0.05:
             label = f"{key[0]} {key[1]}".strip()
-            print(f"  {label:28s} {w:8.1f} ms  CPU {c:8.1f}  util {c / w:4.2f}  idle {cores * w - c:6.1f}")
-    print(f"  {'the rest (solver loop)':28s} {wall_ms - counted:8.1f} ms")
+            print(f"  {label:40s} {w:8.1f} ms  CPU {c:8.1f}  util {c / w:4.2f}  idle {cores * w - c:6.1f}")
+    print(f"  {'the rest (solver loop)':40s} {wall_ms - counted:8.1f} ms")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nets", nargs="+", default=["resnet18", "cifar10_quick", "lenet", "caffenet"])
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--by-layer", action="store_true", help="each layer by name, not per type")
     args = parser.parse_args(argv)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     for name in args.nets:
-        profile(name, args.steps, cores)
+        profile(name, args.steps, cores, args.by_layer)
 
 
 if __name__ == "__main__":

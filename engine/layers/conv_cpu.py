@@ -37,6 +37,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from engine import backend, cpu_cache, parallel
+from engine.layers import conv_rows
 
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
 # the copy that writes them and the GEMM that reads them: from this machine's caches (2 MiB unknown).
@@ -400,6 +401,7 @@ class CpuConv:
         conv_out: tuple[int, ...],
     ) -> None:
         self.c, self.o, self.g, self.pad, self.conv_in = channels, num_output, group, pad, conv_in
+        self.arguments = (channels, num_output, group, kernel, stride, pad, dilation, conv_in, conv_out)
         self.workspace = backend.Workspace()
         self.windows = Geometry(kernel, stride, dilation, conv_out, group)
         # The stride-1 data gradient as a convolution of dY needs a padding of extent - 1 - pad >= 0.
@@ -409,6 +411,16 @@ class CpuConv:
         larger = (conv_in[0] * conv_in[1]) / max(1, conv_out[0] * conv_out[1])
         self.gather = all(s == 1 for s in stride) and min(self.flip_pad) >= 0 and larger <= GATHER_MAX_GROWTH
         self.flipped = Geometry(kernel, (1, 1), dilation, conv_in, group)
+        # Stride 1 down the rows: kernel rows as shifted views (engine.layers.conv_rows)
+        self.rows = conv_rows.applies(kernel, stride, channels, group, conv_out[1], BATCH_LAST_WIDTH)
+        self.flipped_rows = self.gather and conv_rows.applies(
+            kernel, (1, 1), num_output, group, conv_in[1], BATCH_LAST_WIDTH
+        )
+
+    def row_source(self, a: Any, pad: tuple[int, ...], geometry: Geometry, rows: int) -> conv_rows.RowShifted:
+        """conv_rows' blocks of a (N, C, H, W), sized as im2col's for a weight of ``rows`` rows."""
+        position_bytes = a.shape[1] * geometry.kernel[1] * a.itemsize
+        return conv_rows.RowShifted(a, pad, geometry, columns_block_bytes(rows, position_bytes))
 
     def weights(self, w: Any) -> Any:
         return w.reshape(self.g, self.o // self.g, -1)
@@ -428,6 +440,10 @@ class CpuConv:
 
     def forward(self, x: Any, w: Any, y: Any, bias: Any = None) -> None:
         """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias)."""
+        if self.rows:
+            weights = conv_rows.row_weights(w.reshape(self.o, self.c, *self.windows.kernel), "conv_rows_w")
+            conv_rows.convolve(self.row_source(x, self.pad, self.windows, self.o), weights, y, bias)
+            return
         convolve(x, self.pad, self.weights(w), y, self.windows, bias, self.workspace, "x")
 
     def weight_gradient(self, x: Any, dy: Any, dw: Any, db: Any = None) -> None:
@@ -436,15 +452,20 @@ class CpuConv:
         ws, g, og = self.workspace, self.g, self.o // self.g
         kg = dw[0].size
         position_bytes = g * kg * x.itemsize
-        source = source_for(
-            x, self.pad, self.windows, position_bytes, ws, "x", columns_block_bytes(og, position_bytes)
-        )
         parts: dict[int, tuple[Any, Any]] = {}
         # dW^T (G, Kg, O/G) = cols dY^T is a shape BLAS runs faster than dY cols^T where O/G is small
         # (3x3 convs, a core: O = 64, 212 against 155 GFLOP/s; CIFAR's O = 32, 191 against 109; O =
         # 512, the same), but it ends with a transposed add of dW, as slow as a GEMM over ~600
         # positions (numpy's transposes are not blocked): taken where the batch has 8 O/G positions.
         transposed = dy[:, 0].size >= DW_TRANSPOSED_POSITIONS * og
+        if self.rows:
+            rows = self.row_source(x, self.pad, self.windows, og)
+            weight_shape = (self.o, self.c, *self.windows.kernel)
+            conv_rows.weight_gradient(rows, dy, dw.reshape(weight_shape), db, transposed, ws)
+            return
+        source = source_for(
+            x, self.pad, self.windows, position_bytes, ws, "x", columns_block_bytes(og, position_bytes)
+        )
         shape = (g, kg, og) if transposed else (g, og, kg)
 
         def work(first: int, stop: int) -> None:
@@ -487,6 +508,13 @@ class CpuConv:
             self.scatter_data_gradient(dy, w, dx)
             return
         g, (kh, kw) = self.g, self.windows.kernel
+        if self.flipped_rows:
+            # W' [c, o, i, j] = W[o, c, kh - 1 - i, kw - 1 - j]: a convolution of dY, C outputs
+            flipped4 = w.reshape(self.o, self.c, kh, kw).transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+            weights = conv_rows.row_weights(flipped4, "conv_rows_w")
+            source = self.row_source(dy, self.flip_pad, self.flipped, self.c)
+            conv_rows.convolve(source, weights, dx, None)
+            return
         # W' (G, C/G, O/G kh kw): W' [g, c, (o, i, j)] = W[g O/G + o, c, kh - 1 - i, kw - 1 - j]
         # (kh - 1 - i) kw + kw - 1 - j = kh kw - 1 - (i kw + j): one reversed axis, copied as 3-D
         # (numpy's 5-D copy of 512 x 512 x 3 x 3 took 3.1 ms, this 1.0)

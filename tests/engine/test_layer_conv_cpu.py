@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine import parallel
-from engine.layers import conv_cpu
+from engine.layers import conv_cpu, conv_rows
 from engine.testing import blobs, make_layer, random_blob
 
 GEOMETRIES = [
@@ -76,10 +76,12 @@ def blocking(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture(params=["image-major", "batch-last"])
+@pytest.fixture(params=["image-major", "batch-last", "kernel rows"])
 def layout(request, monkeypatch):
-    """Every geometry through each column layout (batch-last takes the stride-1 ones)."""
-    monkeypatch.setattr(conv_cpu, "BATCH_LAST_WIDTH", 0 if request.param == "image-major" else 1 << 20)
+    """Every geometry through each column layout: im2col's image-major or batch-last (the stride-1
+    ones), or kernel rows as shifted views (conv_rows: stride 1 down the rows, any depth)."""
+    monkeypatch.setattr(conv_cpu, "BATCH_LAST_WIDTH", 1 << 20 if request.param == "batch-last" else 0)
+    monkeypatch.setattr(conv_rows, "MIN_DEPTH", 1 if request.param == "kernel rows" else 1 << 30)
     return request.param
 
 
