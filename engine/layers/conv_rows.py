@@ -83,10 +83,10 @@ class RowShifted:
     def columns(self, block: Block) -> Any:
         """The block's (kw, C, R + extra, OW) columns in this thread's scratch."""
         image, r0, r1 = block
-        (kh, kw), (_, sw), (_, dw), ow = (
-            self.geometry.kernel,
-            self.geometry.stride,
-            self.geometry.dilation,
+        kw, sw, dw, ow = (
+            self.geometry.kernel[1],
+            self.geometry.stride[1],
+            self.geometry.dilation[1],
             self.geometry.out[1],
         )
         source = self.a[image]

@@ -93,12 +93,17 @@ def test_cpu_path_equals_reference(blocking, layout, kind, fields, shape):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=what)
 
 
+@pytest.mark.parametrize("columns", ["im2col", "kernel rows"])
 @pytest.mark.parametrize("orientation", ["dY cols^T", "(cols dY^T)^T"])
 @pytest.mark.parametrize("kind, fields, shape", GEOMETRIES)
-def test_weight_gradient_either_way_round_equals_reference(monkeypatch, orientation, kind, fields, shape):
+def test_weight_gradient_either_way_round_equals_reference(
+    monkeypatch, columns, orientation, kind, fields, shape
+):
     """The weight gradient's GEMM, dY cols^T or its transpose, gives the reference's numbers, in
     blocks of a row (and with large blocks: one product, no sum)."""
     monkeypatch.setattr(conv_cpu, "MIN_GROUP_CHANNELS", 1)
+    monkeypatch.setattr(conv_rows, "MIN_DEPTH", 1 if columns == "kernel rows" else 1 << 30)
+    monkeypatch.setattr(conv_cpu, "BATCH_LAST_WIDTH", 0)
     monkeypatch.setattr(conv_cpu, "DW_TRANSPOSED_POSITIONS", 0 if orientation[0] == "(" else 1 << 30)
     for block_positions in (0, 1 << 20):
         monkeypatch.setattr(conv_cpu, "BLOCK_BYTES", 1)
@@ -202,3 +207,44 @@ def test_a_small_scatter_runs_beside_the_weight_gradient(monkeypatch):
     for a, b in zip(run(2), one):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(b).max())
     assert ran == [2]
+
+
+@pytest.mark.parametrize(
+    "fields, shape, rows",
+    [
+        ({"num_output": 64, "kernel_size": 3, "pad": 1}, (2, 64, 56, 56), True),  # ResNet's 56 x 56
+        (
+            {"num_output": 32, "kernel_size": 5, "pad": 2},
+            (2, 32, 32, 32),
+            True,
+        ),  # CIFAR-10 quick's conv2 input
+        ({"num_output": 64, "kernel_size": 3, "pad": 1}, (2, 64, 7, 7), False),  # narrow: batch-last im2col
+        ({"num_output": 64, "kernel_size": 3, "stride": 2, "pad": 1}, (2, 64, 56, 56), False),  # stride 2
+        ({"num_output": 64, "kernel_size": 3, "pad": 1, "group": 2}, (2, 64, 56, 56), False),  # groups
+        ({"num_output": 20, "kernel_size": 5}, (2, 1, 28, 28), False),  # LeNet's conv1: C kw = 5
+        ({"num_output": 64, "kernel_size": 1}, (2, 64, 56, 56), False),  # 1 x 1: no columns at all
+    ],
+)
+def test_kernel_rows_take_wide_stride_1_convolutions(fields, shape, rows):
+    """conv_rows runs the convolutions where it measured faster (the module's text), data gradient too."""
+    layer = make_layer(conv_text("Convolution", fields), dtype=np.float32)
+    layer.setup([random_blob(shape, seed=1, dtype=np.float32)], blobs(1, dtype=np.float32))
+    assert layer.cpu is not None
+    assert (layer.cpu.rows, layer.cpu.flipped_rows) == (rows, rows)
+
+
+def test_the_cpu_path_outlives_reshapes_of_the_same_geometry():
+    """Reshape runs before every forward: the same shapes keep the CpuConv (and its workspace of
+    partial sums), whatever the batch; another image size makes a new one."""
+    layer = make_layer(conv_text("Convolution", {"num_output": 4, "kernel_size": 3}), dtype=np.float32)
+    bottom, top = [random_blob((2, 3, 8, 8), seed=1, dtype=np.float32)], blobs(1, dtype=np.float32)
+    layer.setup(bottom, top)
+    first = layer.cpu
+    layer.reshape(bottom, top)
+    assert layer.cpu is first
+    bottom[0].reshape((5, 3, 8, 8))
+    layer.reshape(bottom, top)
+    assert layer.cpu is first
+    bottom[0].reshape((5, 3, 10, 10))
+    layer.reshape(bottom, top)
+    assert layer.cpu is not first and layer.cpu is not None and layer.cpu.arguments[-1] == (8, 8)
