@@ -11,8 +11,9 @@ steps inside them: the strided views BLAS takes as they are (a leading dimension
 the one numpy loaded (threadpoolctl names its file); its ``cblas_?gemm`` is found under the names
 numpy's own wheels (``scipy_openblas``, 64-bit integers), older wheels and system builds give it,
 and checked once against ``numpy.matmul`` on small transposed and strided operands before use.
-Where none is found or the check fails, and for operands BLAS cannot take as they are, the same
-result comes from ``numpy.matmul`` into a scratch array and an add.
+Where none is found or the check fails, for operands BLAS cannot take as they are (or whose sizes
+its integers cannot hold), and for an ``out`` that is read-only or shares memory with an operand,
+the same result comes from ``numpy.matmul`` (into a scratch array and an add, with ``add``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def _bind(dtype: numpy.dtype) -> Any:
             if function is None:
                 continue
             function.restype = None
+            function.largest = (1 << (8 * ctypes.sizeof(integer) - 1)) - 1  # an index it takes
             matrix = [ctypes.c_void_p, integer]  # a pointer and its leading dimension
             # order, trans A, trans B, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc
             function.argtypes = [ctypes.c_int] * 3 + [integer] * 3 + [real, *matrix, *matrix, real, *matrix]
@@ -121,6 +123,8 @@ def _call(function: Any, a: Any, b: Any, out: Any, add: bool) -> bool:
         return False
     m, k = a.shape
     n = b.shape[1]
+    if max(m, n, k, la[1], lb[1], lc[1]) > function.largest:
+        return False
     function(
         ROW_MAJOR,
         la[0],
@@ -140,6 +144,11 @@ def _call(function: Any, a: Any, b: Any, out: Any, add: bool) -> bool:
     return True
 
 
+def np_overlap(x: Any, y: Any) -> bool:
+    """Whether two arrays' memory bounds overlap (numpy's cheap test: may say yes for interleaved views)."""
+    return bool(numpy.may_share_memory(x, y))
+
+
 def gemm(a: Any, b: Any, out: Any, add: bool = False) -> None:
     """``out = a @ b``, or ``out += a @ b`` with ``add``: 2-D numpy arrays of one float dtype."""
     if out.size == 0:
@@ -149,7 +158,10 @@ def gemm(a: Any, b: Any, out: Any, add: bool = False) -> None:
             out[...] = 0
         return
     function = _gemm(out.dtype) if a.dtype == b.dtype == out.dtype else None
-    if function is not None and _call(function, a, b, out, add):
+    # BLAS writes C whatever it is: a read-only out, or one overlapping an operand, goes to numpy
+    # (which refuses the one and copies for the other)
+    safe = out.flags.writeable and not (np_overlap(out, a) or np_overlap(out, b))
+    if function is not None and safe and _call(function, a, b, out, add):
         return
     if not add:
         numpy.matmul(a, b, out=out)

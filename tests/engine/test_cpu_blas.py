@@ -79,3 +79,17 @@ def test_empty_products():
     assert (out == 7).all()
     cpu_blas.gemm(np.zeros((3, 0)), np.zeros((0, 2)), out)
     assert (out == 0).all()
+
+
+def test_an_out_blas_must_not_write_goes_through_numpy():
+    """A read-only out is refused as numpy refuses it; an out overlapping an operand is computed
+    from the operand as it was (numpy copies; BLAS would read what it had just written)."""
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    frozen = np.zeros((3, 3))
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):
+        cpu_blas.gemm(a, np.ones((4, 3)), frozen)
+    m = np.arange(16, dtype=np.float64).reshape(4, 4) / 7
+    expected = m + m @ m
+    cpu_blas.gemm(m, m, m, add=True)
+    np.testing.assert_allclose(m, expected, rtol=1e-12)
