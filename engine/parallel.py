@@ -244,6 +244,17 @@ def splitting() -> bool:
     return _split_gemms > 0
 
 
+def ordered_sums(parts: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Per-slice partial sums (each slice's arrays, keyed by its start) added in the order of the
+    keys, into the first slice's arrays: a fixed order for a thread count, whichever thread ends first."""
+    order = sorted(parts)
+    first = parts[order[0]]
+    for key in order[1:]:
+        for total, more in zip(first, parts[key]):
+            total += more
+    return first
+
+
 def together(*tasks: Callable[[], None] | None, work: int = MIN_SPLIT_TASKS) -> None:
     """Run independent tasks (each with its own GEMMs) at the same time, one per thread, inside
     ``gemms_in_pool``; elsewhere, or when their ``work`` (multiply-adds) is too little to hand over,

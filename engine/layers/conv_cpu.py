@@ -494,13 +494,10 @@ class CpuConv:
             parts[first] = total, bias
 
         parallel.run(work, source.size, np)
-        order = sorted(parts)  # a fixed order per thread count
-        summed = parts[order[0]][0]
-        for k in order[1:]:
-            summed += parts[k][0]
+        summed, bias = parallel.ordered_sums(parts)
         dw += (summed.transpose(0, 2, 1) if transposed else summed).reshape(dw.shape)
         if db is not None:
-            db += sum(parts[k][1] for k in order)
+            db += bias
 
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
         """dx (N, C, H, W) = the data gradient for dy (N, O, OH, OW)."""

@@ -173,13 +173,10 @@ def weight_gradient(source: RowShifted, dy: Any, dw: Any, db: Any, transposed: b
         parts[first] = total, bias
 
     parallel.run(work, source.size, np)
-    order = sorted(parts)  # a fixed order per thread count
-    summed = parts[order[0]][0]
-    for k in order[1:]:
-        summed += parts[k][0]
+    summed, bias = parallel.ordered_sums(parts)
     if transposed:
         dw += summed.reshape(kh, kw, c, o).transpose(3, 2, 0, 1)
     else:
         dw += summed.reshape(kh, o, kw, c).transpose(1, 3, 0, 2)
     if db is not None:
-        db += sum(parts[k][1] for k in order)
+        db += bias

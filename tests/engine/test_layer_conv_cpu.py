@@ -25,8 +25,12 @@ GEOMETRIES = [
     ),
     ("Convolution", {"num_output": 4, "kernel_size": 3, "stride": 2, "dilation": 2, "pad": 1}, (2, 3, 9, 10)),
     ("Convolution", {"num_output": 3, "kernel_size": 2, "stride": 3, "pad": 2}, (2, 4, 7, 8)),
-    # offsets 0, 2, 4 on stride 3: phase planes 0, 2, 1, the last one plane row further on
-    ("Convolution", {"num_output": 4, "kernel_size": 3, "stride": 3, "dilation": 2, "pad": 1}, (2, 3, 11, 13)),
+    # kernel offsets 0, 2, 4 on stride 3: each a different remainder, the last one a window further
+    (
+        "Convolution",
+        {"num_output": 4, "kernel_size": 3, "stride": 3, "dilation": 2, "pad": 1},
+        (2, 3, 11, 13),
+    ),
     ("Convolution", {"num_output": 3, "kernel_size": 3, "stride": 2}, (2, 4, 4, 4)),  # far padding
     ("Convolution", {"num_output": 5, "kernel_size": 2, "pad": 3}, (2, 4, 3, 3)),  # pad past the extent
     ("Convolution", {"num_output": 6, "kernel_size": 11, "stride": 4}, (2, 3, 27, 27)),
