@@ -144,11 +144,6 @@ def _call(function: Any, a: Any, b: Any, out: Any, add: bool) -> bool:
     return True
 
 
-def np_overlap(x: Any, y: Any) -> bool:
-    """Whether two arrays' memory bounds overlap (numpy's cheap test: may say yes for interleaved views)."""
-    return bool(numpy.may_share_memory(x, y))
-
-
 def gemm(a: Any, b: Any, out: Any, add: bool = False) -> None:
     """``out = a @ b``, or ``out += a @ b`` with ``add``: 2-D numpy arrays of one float dtype."""
     if out.size == 0:
@@ -160,7 +155,7 @@ def gemm(a: Any, b: Any, out: Any, add: bool = False) -> None:
     function = _gemm(out.dtype) if a.dtype == b.dtype == out.dtype else None
     # BLAS writes C whatever it is: a read-only out, or one overlapping an operand, goes to numpy
     # (which refuses the one and copies for the other)
-    safe = out.flags.writeable and not (np_overlap(out, a) or np_overlap(out, b))
+    safe = out.flags.writeable and not (numpy.may_share_memory(out, a) or numpy.may_share_memory(out, b))
     if function is not None and safe and _call(function, a, b, out, add):
         return
     if not add:

@@ -441,7 +441,7 @@ class CpuConv:
     def forward(self, x: Any, w: Any, y: Any, bias: Any = None) -> None:
         """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias)."""
         if self.rows:
-            weights = conv_rows.row_weights(w.reshape(self.o, self.c, *self.windows.kernel), "conv_rows_w")
+            weights = conv_rows.row_weights(w.reshape(self.o, self.c, *self.windows.kernel))
             conv_rows.convolve(self.row_source(x, self.pad, self.windows, self.o), weights, y, bias)
             return
         convolve(x, self.pad, self.weights(w), y, self.windows, bias, self.workspace, "x")
@@ -508,7 +508,7 @@ class CpuConv:
         if self.flipped_rows:
             # W' [c, o, i, j] = W[o, c, kh - 1 - i, kw - 1 - j]: a convolution of dY, C outputs
             flipped4 = w.reshape(self.o, self.c, kh, kw).transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
-            weights = conv_rows.row_weights(flipped4, "conv_rows_w")
+            weights = conv_rows.row_weights(flipped4)
             source = self.row_source(dy, self.flip_pad, self.flipped, self.c)
             conv_rows.convolve(source, weights, dx, None)
             return

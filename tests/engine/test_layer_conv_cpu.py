@@ -219,11 +219,8 @@ def test_a_small_scatter_runs_beside_the_weight_gradient(monkeypatch):
     "fields, shape, rows",
     [
         ({"num_output": 64, "kernel_size": 3, "pad": 1}, (2, 64, 56, 56), True),  # ResNet's 56 x 56
-        (
-            {"num_output": 32, "kernel_size": 5, "pad": 2},
-            (2, 32, 32, 32),
-            True,
-        ),  # CIFAR-10 quick's conv2 input
+        ({"num_output": 32, "kernel_size": 5, "pad": 2}, (2, 32, 32, 32), True),  # 5 x 5, 32 wide
+        ({"num_output": 32, "kernel_size": 5, "pad": 2}, (2, 32, 16, 16), False),  # CIFAR-10 quick's conv2
         ({"num_output": 64, "kernel_size": 3, "pad": 1}, (2, 64, 7, 7), False),  # narrow: batch-last im2col
         ({"num_output": 64, "kernel_size": 3, "stride": 2, "pad": 1}, (2, 64, 56, 56), False),  # stride 2
         ({"num_output": 64, "kernel_size": 3, "pad": 1, "group": 2}, (2, 64, 56, 56), False),  # groups

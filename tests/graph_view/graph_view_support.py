@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from google.protobuf import text_format
 
+from app import commands
+from app.document import Document
+from app.selection import Selection
+from app.undo import UndoStack
+from graph_view.editor import GraphEditor
 from proto import caffe_pb2
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,3 +51,20 @@ def write(tmp_path: Path, text: str, name: str = "net.prototxt") -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
+
+
+def shown_editor(
+    qtbot: Any, doc: Document, size: tuple[int, int] = (1100, 760), active: bool = True
+) -> tuple[GraphEditor, UndoStack]:
+    """A graph editor on ``doc`` (its commands on an undo stack), shown at ``size`` and exposed;
+    with ``active``, the active window too (keyboard input reaches it)."""
+    stack = UndoStack(doc)
+    editor = GraphEditor(doc, stack.push_command, Selection(doc), commands.GraphCommands())
+    qtbot.addWidget(editor)
+    editor.resize(*size)
+    editor.show()
+    qtbot.waitExposed(editor)
+    if active:
+        editor.activateWindow()
+        qtbot.waitActive(editor)
+    return editor, stack

@@ -5,15 +5,12 @@ an empty or taken name is refused with a message while the document stays as it 
 from __future__ import annotations
 
 import pytest
-from graph_view_support import FORK, net_of
+from graph_view_support import FORK, net_of, shown_editor
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLineEdit
 
-from app import commands
 from app.document import Document
-from app.selection import Selection
-from app.undo import UndoStack
 from graph_view.editor import GraphEditor
 
 LEFT, NO_MOD = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
@@ -23,14 +20,7 @@ LEFT, NO_MOD = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
 def canvas(qtbot):
     doc = Document()
     doc.load_net(net_of(FORK))
-    stack = UndoStack(doc)
-    editor = GraphEditor(doc, stack.push_command, Selection(doc), commands.GraphCommands())
-    qtbot.addWidget(editor)
-    editor.resize(1000, 700)
-    editor.show()
-    qtbot.waitExposed(editor)
-    editor.activateWindow()
-    qtbot.waitActive(editor)
+    editor, stack = shown_editor(qtbot, doc, (1000, 700))
     editor.sync()
     editor.view.fit()
     return editor, doc, stack

@@ -3,15 +3,12 @@ whole net, so every box jumped); undo brings the layer back into its place."""
 
 from __future__ import annotations
 
+from graph_view_support import shown_editor
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app import commands
 from app.document import Document
 from app.files import EXAMPLES
-from app.selection import Selection
-from app.undo import UndoStack
-from graph_view.editor import GraphEditor
 
 LEFT, NO_MOD = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
 
@@ -19,14 +16,7 @@ LEFT, NO_MOD = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
 def test_deleting_a_middle_layer_keeps_the_other_boxes_in_place(qtbot):
     doc = Document()
     doc.open_net(EXAMPLES / "mnist" / "lenet_train_test.prototxt")
-    stack = UndoStack(doc)
-    editor = GraphEditor(doc, stack.push_command, Selection(doc), commands.GraphCommands())
-    qtbot.addWidget(editor)
-    editor.resize(1100, 760)
-    editor.show()
-    qtbot.waitExposed(editor)
-    editor.activateWindow()
-    qtbot.waitActive(editor)
+    editor, stack = shown_editor(qtbot, doc)
     editor.sync()
     editor.view.fit()
     scene, view = editor.scene, editor.view

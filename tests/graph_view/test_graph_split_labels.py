@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from graph_view_support import shown_editor
 from real_nets import write_googlenet
 
-from app import commands
 from app.document import Document
-from app.selection import Selection
-from app.undo import UndoStack
-from graph_view.editor import GraphEditor
 from graph_view.items import NodeItem
 from graph_view.wires import BlobLabel
 
@@ -21,12 +18,7 @@ def test_split_copies_are_labelled_in_one_row_clear_of_other_boxes(qtbot, tmp_pa
     monkeypatch.chdir(tmp_path)  # the LMDBs are absent: the shapes come from the deploy net beside it
     doc = Document()
     doc.open_net(write_googlenet(tmp_path))
-    stack = UndoStack(doc)
-    editor = GraphEditor(doc, stack.push_command, Selection(doc), commands.GraphCommands())
-    qtbot.addWidget(editor)
-    editor.resize(1100, 760)
-    editor.show()
-    qtbot.waitExposed(editor)
+    editor, _ = shown_editor(qtbot, doc, active=False)
     editor.toolbar.splits.click()  # the Splits view, as the toolbar's button shows it
     editor.sync()
     scene = editor.scene
