@@ -123,7 +123,7 @@ def zero_border(a: Any, axis: int, pad: tuple[int, ...]) -> None:
             a[tuple(edge)] = 0
 
 
-def padded_copy(a: Any, pad: tuple[int, ...], ws: Any, name: str) -> Any:
+def padded_copy(a: Any, pad: tuple[int, ...]) -> Any:
     """a (N, C, H, W), or a copy of it in a zero-bordered (N, C, H + 2 pad_h, W + 2 pad_w) scratch."""
     if not any(pad):
         return a
@@ -151,16 +151,9 @@ class ImageMajor:
     (image, row, column). ``size``: the range threads split (images)."""
 
     def __init__(
-        self,
-        a: Any,
-        pad: tuple[int, ...],
-        geometry: Geometry,
-        position_bytes: int,
-        ws: Any,
-        name: str,
-        block_bytes: int = 0,
+        self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, block_bytes: int = 0
     ):
-        self.padded, self.geometry = padded_copy(a, pad, ws, name), geometry
+        self.padded, self.geometry = padded_copy(a, pad), geometry
         # 1 x 1, stride 1: blocks of one whole image, multiplied as they are (no columns made)
         self.blocks = Blocks(geometry.out, position_bytes, block_bytes, geometry.pointwise())
         self.most, self.size = self.blocks.most, a.shape[0]
@@ -230,16 +223,9 @@ class BatchLast:
     split (groups)."""
 
     def __init__(
-        self,
-        a: Any,
-        pad: tuple[int, ...],
-        geometry: Geometry,
-        position_bytes: int,
-        ws: Any,
-        name: str,
-        block_bytes: int = 0,
+        self, a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, block_bytes: int = 0
     ):
-        self.a, self.pad, self.geometry, self.ws, self.name = a, pad, geometry, ws, name
+        self.a, self.pad, self.geometry = a, pad, geometry
         n, ow = a.shape[0], geometry.out[1]
         self.groups, self.images, self.rows = group_plan(n, geometry.out, position_bytes, block_bytes)
         self.most, self.size = self.rows * ow * self.images, self.groups if n else 0
@@ -347,25 +333,19 @@ def takes_batch_last(geometry: Geometry) -> bool:
 
 
 def source_for(
-    a: Any,
-    pad: tuple[int, ...],
-    geometry: Geometry,
-    position_bytes: int,
-    ws: Any,
-    name: str,
-    block_bytes: int = 0,
+    a: Any, pad: tuple[int, ...], geometry: Geometry, position_bytes: int, block_bytes: int = 0
 ) -> Any:
     """The layout whose columns copy the longer runs for this geometry (see the module's text);
     blocks of about ``block_bytes`` of columns (0: BLOCK_BYTES)."""
     kind = BatchLast if takes_batch_last(geometry) else ImageMajor
-    return kind(a, pad, geometry, position_bytes, ws, name, block_bytes)
+    return kind(a, pad, geometry, position_bytes, block_bytes)
 
 
-def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any, ws: Any, tag: str) -> None:
+def convolve(x: Any, pad: Any, w: Any, y: Any, geometry: Geometry, bias: Any) -> None:
     """y (N, O, OH, OW) = W (G, O/G, Kg) cols(x padded) (+ bias), a block at a time, on the pool's threads."""
     g, og, kg = w.shape
     position_bytes = g * kg * x.itemsize
-    source = source_for(x, pad, geometry, position_bytes, ws, tag, columns_block_bytes(og, position_bytes))
+    source = source_for(x, pad, geometry, position_bytes, columns_block_bytes(og, position_bytes))
     shift = None if bias is None else bias.reshape(-1, 1, 1)
 
     def work(first: int, stop: int) -> None:
@@ -444,7 +424,7 @@ class CpuConv:
             weights = conv_rows.row_weights(w.reshape(self.o, self.c, *self.windows.kernel))
             conv_rows.convolve(self.row_source(x, self.pad, self.windows, self.o), weights, y, bias)
             return
-        convolve(x, self.pad, self.weights(w), y, self.windows, bias, self.workspace, "x")
+        convolve(x, self.pad, self.weights(w), y, self.windows, bias)
 
     def weight_gradient(self, x: Any, dy: Any, dw: Any, db: Any = None) -> None:
         """dw += dY cols(x)^T, summed over the batch (and db += dY summed over images and positions,
@@ -463,9 +443,8 @@ class CpuConv:
             weight_shape = (self.o, self.c, *self.windows.kernel)
             conv_rows.weight_gradient(rows, dy, dw.reshape(weight_shape), db, transposed, ws)
             return
-        source = source_for(
-            x, self.pad, self.windows, position_bytes, ws, "x", columns_block_bytes(og, position_bytes)
-        )
+        block_bytes = columns_block_bytes(og, position_bytes)
+        source = source_for(x, self.pad, self.windows, position_bytes, block_bytes)
         shape = (g, kg, og) if transposed else (g, og, kg)
 
         def work(first: int, stop: int) -> None:
@@ -520,11 +499,11 @@ class CpuConv:
         for k in range(g):
             np.copyto(flipped[k], parts[k])
         flipped = flipped.reshape(g, self.c // g, -1)
-        convolve(dy, self.flip_pad, flipped, dx, self.flipped, None, self.workspace, "dy")
+        convolve(dy, self.flip_pad, flipped, dx, self.flipped, None)
 
     def scatter_data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
         """dcols = W^T dY a block at a time, each kernel offset's columns added onto its pixels."""
-        ws, g, n = self.workspace, self.g, dy.shape[0]
+        g, n = self.g, dy.shape[0]
         (kh, kw), (sh, sw), (dh, dw_), (_, ow) = (
             self.windows.kernel,
             self.windows.stride,
@@ -534,7 +513,7 @@ class CpuConv:
         wt = self.weights(w).transpose(0, 2, 1)  # (G, Kg, O/G)
         kg = wt.shape[1]
         if takes_batch_last(self.windows):
-            target = BatchLast(dx, self.pad, self.windows, g * kg * dy.itemsize, ws, "dx")
+            target = BatchLast(dx, self.pad, self.windows, g * kg * dy.itemsize)
             self.batch_last_scatter(dy, wt, dx, target)
             return
         full = (n, self.c, *(i + 2 * p for i, p in zip(self.conv_in, self.pad)))

@@ -133,10 +133,9 @@ def test_cpu_path_takes_real_nets_2d_convolutions():
 def test_pointwise_columns_are_the_input_itself():
     """A 1 x 1 stride-1 convolution multiplies each image's rows as they are: blocks of one image,
     columns that are a view of the input, products written straight into the top."""
-    ws = conv_cpu.backend.Workspace()
     x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
     geometry = conv_cpu.Geometry((1, 1), (1, 1), (1, 1), (4, 5), 1)
-    source = conv_cpu.source_for(x, (0, 0), geometry, 12, ws, "p")
+    source = conv_cpu.source_for(x, (0, 0), geometry, 12)
     assert isinstance(source, conv_cpu.ImageMajor) and source.blocks.images == 1
     for block, part in source.units(0, 2, 0):
         cols = source.columns(block, part, np.empty(0, np.float32))
@@ -148,14 +147,13 @@ def test_pointwise_columns_are_the_input_itself():
 
 def test_cpu_path_picks_the_layout_with_the_longer_runs():
     """Small stride-1 outputs copy their columns batch-last, large or strided ones image-major."""
-    ws = conv_cpu.backend.Workspace()
     x = np.zeros((4, 3, 16, 16), np.float32)
     small = conv_cpu.Geometry((3, 3), (1, 1), (1, 1), (16, 16), 1)
     strided = conv_cpu.Geometry((3, 3), (2, 2), (1, 1), (8, 8), 1)
     large = conv_cpu.Geometry((3, 3), (1, 1), (1, 1), (56, 56), 1)
-    assert isinstance(conv_cpu.source_for(x, (1, 1), small, 108, ws, "a"), conv_cpu.BatchLast)
-    assert isinstance(conv_cpu.source_for(x, (1, 1), strided, 108, ws, "b"), conv_cpu.ImageMajor)
-    assert isinstance(conv_cpu.source_for(x, (1, 1), large, 108, ws, "c"), conv_cpu.ImageMajor)
+    assert isinstance(conv_cpu.source_for(x, (1, 1), small, 108), conv_cpu.BatchLast)
+    assert isinstance(conv_cpu.source_for(x, (1, 1), strided, 108), conv_cpu.ImageMajor)
+    assert isinstance(conv_cpu.source_for(x, (1, 1), large, 108), conv_cpu.ImageMajor)
 
 
 def test_cpu_path_in_float32_stays_within_rounding():
@@ -174,10 +172,9 @@ def test_batch_last_groups_give_every_thread_work(monkeypatch):
     the groups cover the batch evenly, each image once."""
     monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
     monkeypatch.setattr(parallel, "_pid", __import__("os").getpid())
-    ws = conv_cpu.backend.Workspace()
     for n, width in [(8, 7), (10, 13), (100, 16), (3, 16)]:
         geometry = conv_cpu.Geometry((3, 3), (1, 1), (1, 1), (width, width), 1)
-        source = conv_cpu.BatchLast(np.zeros((n, 2, width, width)), (1, 1), geometry, 144, ws, "a")
+        source = conv_cpu.BatchLast(np.zeros((n, 2, width, width)), (1, 1), geometry, 144)
         assert source.size >= 2 and source.size % 2 == 0
         groups = sorted({block[:2] for block, _ in source.units(0, source.size, 0)})
         assert [a for a, _ in groups] == [0] + [b for _, b in groups[:-1]] and groups[-1][1] == n
