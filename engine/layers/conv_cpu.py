@@ -37,7 +37,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from engine import backend, cpu_cache, parallel
-from engine.layers import conv_rows
+from engine.layers import conv_direct, conv_rows
 
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
 # the copy that writes them and the GEMM that reads them: from this machine's caches (2 MiB unknown).
@@ -396,6 +396,12 @@ class CpuConv:
         self.flipped_rows = self.gather and conv_rows.applies(
             kernel, (1, 1), num_output, group, conv_in[1], BATCH_LAST_WIDTH
         )
+        # float32 with the compiled kernels: the direct convolution (engine.layers.conv_direct) first
+        self.direct = None
+        if conv_direct.applies(group):
+            self.direct = conv_direct.DirectConv(
+                channels, num_output, kernel, stride, pad, dilation, conv_in, conv_out
+            )
 
     def row_source(self, a: Any, pad: tuple[int, ...], geometry: Geometry, rows: int) -> conv_rows.RowShifted:
         """conv_rows' blocks of a (N, C, H, W), sized as im2col's for a weight of ``rows`` rows."""
@@ -420,6 +426,8 @@ class CpuConv:
 
     def forward(self, x: Any, w: Any, y: Any, bias: Any = None) -> None:
         """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias)."""
+        if self.direct is not None and self.direct.forward(x, w, y, bias):
+            return
         if self.rows:
             weights = conv_rows.row_weights(w.reshape(self.o, self.c, *self.windows.kernel))
             conv_rows.convolve(self.row_source(x, self.pad, self.windows, self.o), weights, y, bias)
@@ -429,6 +437,8 @@ class CpuConv:
     def weight_gradient(self, x: Any, dy: Any, dw: Any, db: Any = None) -> None:
         """dw += dY cols(x)^T, summed over the batch (and db += dY summed over images and positions,
         from the same blocks of dY while they are in cache)."""
+        if self.direct is not None and self.direct.weight_gradient(x, dy, dw, db):
+            return
         ws, g, og = self.workspace, self.g, self.o // self.g
         kg = dw[0].size
         position_bytes = g * kg * x.itemsize
@@ -480,6 +490,8 @@ class CpuConv:
 
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
         """dx (N, C, H, W) = the data gradient for dy (N, O, OH, OW)."""
+        if self.direct is not None and self.direct.data_gradient(dy, w, dx):
+            return
         if not self.gather:
             self.scatter_data_gradient(dy, w, dx)
             return

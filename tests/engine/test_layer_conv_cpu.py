@@ -1,6 +1,7 @@
 """The CPU's channels-last convolution (engine.layers.conv_cpu) gives the reference path's numbers:
 forward, weight, bias and data gradients, Convolution and Deconvolution, over geometries with
-groups, depthwise, dilation, strides, padding, far padding, and blocks of rows or of images."""
+groups, depthwise, dilation, strides, padding, far padding, and blocks of rows or of images.
+(The compiled direct kernels, which take float32 first, are off here: test_layer_conv_direct.)"""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ import numpy as np
 import pytest
 
 from engine import parallel
-from engine.layers import conv_cpu, conv_rows
+from engine.layers import conv_cpu, conv_direct, conv_rows
 from engine.testing import blobs, make_layer, random_blob
+
+
+@pytest.fixture(autouse=True)
+def gemm_path(monkeypatch):
+    """These tests are of the im2col/GEMM path: without the direct kernels, in float32 too."""
+    monkeypatch.setattr(conv_direct, "_lib", None)
+
 
 GEOMETRIES = [
     # (kind, fields, bottom shape)

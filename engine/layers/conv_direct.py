@@ -1,0 +1,205 @@
+"""Direct 2-D convolution on the CPU, in float32: the compiled kernels of engine/native/direct_conv.c.
+
+im2col + GEMM (engine.layers.conv_cpu) copies each input value kh kw times and BLAS then packs the
+copy again; with few output channels (CIFAR-10 quick's 32) that copying costs as much as the
+multiply. The direct kernels read the input in place, from a channels-last copy of one image, and
+sum a tile of output positions by output channels in registers (measured on a 2-core Zen 5, AVX-512:
+420-460 GFLOP/s on 3x3 and 5x5 layers of 32-512 channels, where the GEMM path ran at 100-220).
+* forward: y = conv(x) (+ bias), threads over images (or over output-channel tiles for one image);
+* data gradient, stride 1: a forward convolution of dy, padded by dilation (k - 1) - pad, with the
+  weights turned round and their in/out channels swapped (other strides: the caller's own path);
+* weight gradient: each thread sums its images into its own partial (a fixed order for a thread
+  count), added into dW at the end; db from the same slices.
+The sums run in another order than the reference's (engine.layers.conv), so they agree to float32
+rounding, which the tests hold them to.
+
+The library is an optional part of the install (setup.py): without a C compiler it is not built, and
+``available()`` is False. ``BARISTA_DIRECT_CONV=0`` in the environment turns it off (to compare).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+from typing import Any
+
+import numpy as np
+
+from engine import backend, parallel
+
+_P, _I = ctypes.c_void_p, ctypes.c_int64
+ABI = 1  # dc_abi() of the C file these calls are written for: a stale build is not used
+
+
+def _load() -> Any:
+    """The compiled library, its argument types set; None where it was not built or is turned off."""
+    if os.environ.get("BARISTA_DIRECT_CONV", "1") == "0":
+        return None
+    spec = importlib.util.find_spec("engine._direct_conv")
+    if spec is None or not spec.origin:
+        return None
+    try:
+        lib = ctypes.CDLL(spec.origin)  # ctypes releases the GIL for each call
+        lib.dc_abi.restype = _I
+        if lib.dc_abi() != ABI:
+            return None
+    except (OSError, AttributeError):
+        return None
+    signatures: dict[str, tuple[Any, list[Any]]] = {
+        "dc_kernel_name": (ctypes.c_char_p, []),
+        "dc_select": (ctypes.c_int, [ctypes.c_char_p]),
+        "dc_tile_channels": (_I, []),
+        "dc_scratch_floats": (_I, [_P, ctypes.c_int]),
+        "dc_pack_weights": (None, [_P, _P, _I, _I, _I, _I, ctypes.c_int]),
+        "dc_forward": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
+        "dc_weight_gradient": (None, [_P, _P, _P, _P, _I, _P]),
+        "dc_add_weight_gradient": (None, [_P, _P, _I, _I, _I, _I]),
+    }
+    for name, (result, arguments) in signatures.items():
+        function = getattr(lib, name)
+        function.restype, function.argtypes = result, arguments
+    return lib
+
+
+_lib = _load()
+
+
+def available() -> bool:
+    return _lib is not None
+
+
+def kernel_name() -> str:
+    """The instruction set the kernels run with ("avx512", "avx2", "baseline"), or "" when not built."""
+    return _lib.dc_kernel_name().decode() if _lib is not None else ""
+
+
+def select(name: str) -> bool:
+    """Run the kernels of that instruction set from now on; False if this CPU cannot (tests)."""
+    return _lib is not None and bool(_lib.dc_select(name.encode()))
+
+
+def applies(group: int) -> bool:
+    """Whether the direct kernels run a 2-D convolution of this group count (in float32: the calls
+    say False for other arrays)."""
+    return _lib is not None and group == 1
+
+
+def _address(a: Any) -> int | None:
+    return None if a is None else int(a.ctypes.data)
+
+
+def _contiguous(*arrays: Any) -> bool:
+    return all(a.flags.c_contiguous and a.dtype == np.float32 for a in arrays)
+
+
+class DirectConv:
+    """One convolution geometry (the convolution view of engine.layers.conv), run by the kernels."""
+
+    def __init__(
+        self,
+        channels: int,
+        num_output: int,
+        kernel: tuple[int, ...],
+        stride: tuple[int, ...],
+        pad: tuple[int, ...],
+        dilation: tuple[int, ...],
+        conv_in: tuple[int, ...],
+        conv_out: tuple[int, ...],
+    ) -> None:
+        assert _lib is not None
+        self.c, self.o, self.kernel = channels, num_output, kernel
+        self.tile = int(_lib.dc_tile_channels())
+        self.workspace = backend.Workspace()  # the per-thread partial weight gradients
+        self.geometry = np.array(
+            [channels, *conv_in, num_output, *kernel, *stride, *pad, *dilation, *conv_out], np.int64
+        )
+        # The stride-1 data gradient: dY (O channels, the output's size) padded by d (k - 1) - p,
+        # convolved with the flipped weights into C channels of the input's size.
+        flip_pad = tuple(d * (k - 1) - p for k, p, d in zip(kernel, pad, dilation))
+        self.flipped = None
+        if all(s == 1 for s in stride) and min(flip_pad) >= 0:
+            self.flipped = np.array(
+                [num_output, *conv_out, channels, *kernel, 1, 1, *flip_pad, *dilation, *conv_in], np.int64
+            )
+
+    def packed_weights(self, w: Any, outputs: int, inputs: int, flip: bool) -> Any:
+        tiles = -(-outputs // self.tile)
+        size = tiles * self.kernel[0] * self.kernel[1] * inputs * self.tile
+        packed = backend.scratch("direct_conv_weights", (size,), np.float32)
+        weights = np.ascontiguousarray(w, np.float32)
+        _lib.dc_pack_weights(weights.ctypes.data, packed.ctypes.data, self.o, self.c, *self.kernel, int(flip))
+        return packed
+
+    def convolve(self, x: Any, packed: Any, y: Any, bias: Any, geometry: Any, outputs: int) -> None:
+        """y = conv(x) (+ bias) over the batch, a slice of images (or of output-channel tiles) a thread."""
+        n, tiles = x.shape[0], -(-outputs // self.tile)
+        floats = int(_lib.dc_scratch_floats(geometry.ctypes.data, 0))
+        bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
+        x_step, y_step = x[0].size * 4, y[0].size * 4
+        x0, y0, w0, g0 = x.ctypes.data, y.ctypes.data, packed.ctypes.data, geometry.ctypes.data
+        b0 = _address(bias)
+
+        def images(start: int, stop: int) -> None:
+            scratch = backend.scratch("direct_conv", (floats,), np.float32)
+            x_start, y_start = x0 + start * x_step, y0 + start * y_step
+            _lib.dc_forward(x_start, w0, b0, y_start, g0, stop - start, 0, tiles, scratch.ctypes.data)
+
+        def channel_tiles(start: int, stop: int) -> None:
+            scratch = backend.scratch("direct_conv", (floats,), np.float32)
+            _lib.dc_forward(x0, w0, b0, y0, g0, n, start, stop, scratch.ctypes.data)
+
+        if n >= parallel.threads() or tiles == 1:
+            parallel.run(images, n, np)
+        else:
+            parallel.run(channel_tiles, tiles, np)
+
+    def forward(self, x: Any, w: Any, y: Any, bias: Any = None) -> bool:
+        """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias); False (nothing done) for arrays the
+        kernels cannot take in place (not contiguous float32)."""
+        if not _contiguous(x, y):
+            return False
+        self.convolve(x, self.packed_weights(w, self.o, self.c, False), y, bias, self.geometry, self.o)
+        return True
+
+    def data_gradient(self, dy: Any, w: Any, dx: Any) -> bool:
+        """dx (N, C, H, W) = the data gradient of dy (N, O, OH, OW), with stride 1; False where the
+        kernels do not run it (another stride, or arrays they cannot take)."""
+        if self.flipped is None or not _contiguous(dy, dx):
+            return False
+        self.convolve(dy, self.packed_weights(w, self.c, self.o, True), dx, None, self.flipped, self.c)
+        return True
+
+    def weight_gradient(self, x: Any, dy: Any, dw: Any, db: Any = None) -> bool:
+        """dw (O, C, kh, kw) += the sum over images of x's windows times dy (and db += dy's sum over
+        images and positions); False for arrays the kernels cannot take."""
+        if not _contiguous(x, dy, dw):
+            return False
+        kh, kw = self.kernel
+        o_pad = -(-self.o // self.tile) * self.tile
+        floats = int(_lib.dc_scratch_floats(self.geometry.ctypes.data, 1))
+        workspace = self.workspace
+        parts: dict[int, tuple[Any, ...]] = {}
+        x_step, dy_step = x[0].size * 4, dy[0].size * 4
+
+        def work(start: int, stop: int) -> None:
+            scratch = backend.scratch("direct_conv", (floats,), np.float32)
+            partial = workspace.get(f"dw{start}", (kh, kw, self.c, o_pad), np.float32, np)
+            partial[...] = 0
+            _lib.dc_weight_gradient(
+                x.ctypes.data + start * x_step,
+                dy.ctypes.data + start * dy_step,
+                partial.ctypes.data,
+                self.geometry.ctypes.data,
+                stop - start,
+                scratch.ctypes.data,
+            )
+            bias = dy[start:stop].reshape(stop - start, self.o, -1).sum(axis=2).sum(axis=0)
+            parts[start] = partial, bias
+
+        parallel.run(work, x.shape[0], np)
+        summed, bias = parallel.ordered_sums(parts)
+        _lib.dc_add_weight_gradient(summed.ctypes.data, dw.ctypes.data, self.o, self.c, kh, kw)
+        if db is not None:
+            db += bias
+        return True

@@ -1,0 +1,233 @@
+/* Direct 2-D convolution on the CPU (float32), for engine.layers.conv_direct.
+ *
+ * im2col + GEMM copies every input value kh kw times and then has BLAS pack the copy again; with few
+ * output channels (CIFAR-10's 32) that copying costs as much as the multiply. These kernels read the
+ * input where it lies, as a channels-last copy of one image: a tile of PB output positions by 2
+ * vectors of output channels is summed in registers over (kernel row, kernel column, input channel),
+ * one broadcast input value times two vectors of weights at a time. The weight gradient is the same
+ * tile turned round: PB input channels by 2 vectors of output channels, summed over positions.
+ * The stride-1 data gradient is a forward convolution of dy with the flipped weights (the caller
+ * packs them so).
+ *
+ * The caller (Python, through ctypes) owns every buffer, splits the batch over its threads and hands
+ * each thread its own scratch (dc_scratch_floats). Nothing here allocates, and every loop's bounds
+ * come from the geometry, which the caller has checked (output size from input, pad, kernel).
+ * Each instruction set (AVX-512, AVX2, the baseline) gets its own copy of the kernels, chosen once
+ * from what the CPU reports. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int64_t idx;
+
+typedef struct {
+    idx c, h, w;           /* input channels, height, width (unpadded) */
+    idx o;                 /* output channels */
+    idx kh, kw, sh, sw, ph, pw, dh, dw;
+    idx oh, ow;            /* output height and width */
+    idx hp, wp;            /* padded input height and width */
+} geometry;
+
+enum { GEOMETRY_FIELDS = 14, POSITION_BLOCK = 128, SLACK = 64 };
+
+static geometry read_geometry(const idx *v)
+{
+    geometry g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
+                  0, 0};
+    g.hp = g.h + 2 * g.ph;
+    g.wp = g.w + 2 * g.pw;
+    return g;
+}
+
+/* Floats of one channels-last padded image, with slack for tiles that read past the last channel. */
+static idx image_floats(const geometry *g) { return g->hp * g->wp * g->c + SLACK; }
+
+/* x (C, H, W) -> out (H + 2 ph, W + 2 pw, C), zeros in the padding. */
+static void pack_image(const float *x, float *out, const geometry *g)
+{
+    const idx c_in = g->c;
+    memset(out, 0, (size_t)image_floats(g) * sizeof(float));
+    for (idx y = 0; y < g->h; y++) {
+        float *row = out + ((y + g->ph) * g->wp + g->pw) * c_in;
+        for (idx c = 0; c < c_in; c++) {
+            const float *src = x + (c * g->h + y) * g->w;
+            for (idx i = 0; i < g->w; i++)
+                row[i * c_in + c] = src[i];
+        }
+    }
+}
+
+/* a (rows, columns) -> out (columns, width): transposed, zeros past `rows`. */
+static void pack_rows(const float *a, float *out, idx rows, idx columns, idx width)
+{
+    memset(out, 0, (size_t)(columns * width) * sizeof(float));
+    for (idx r = 0; r < rows; r++)
+        for (idx k = 0; k < columns; k++)
+            out[k * width + r] = a[r * columns + k];
+}
+
+#define CAT(a, b) a##_##b
+#define JOIN(a, b) CAT(a, b)
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NAME(f) JOIN(avx512, f)
+#define TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
+#define VL 16
+#define PB 12
+#include "direct_conv_kernels.h"
+#undef NAME
+#undef TARGET
+#undef VL
+#undef PB
+
+#define NAME(f) JOIN(avx2, f)
+#define TARGET __attribute__((target("avx2,fma")))
+#define VL 8
+#define PB 6
+#include "direct_conv_kernels.h"
+#undef NAME
+#undef TARGET
+#undef VL
+#undef PB
+#endif
+
+#define NAME(f) JOIN(base, f)
+#define TARGET
+#define VL 4
+#define PB 6
+#include "direct_conv_kernels.h"
+#undef NAME
+#undef TARGET
+#undef VL
+#undef PB
+
+typedef void (*forward_fn)(const float *, const float *, const float *, float *, const geometry *, idx, idx,
+                           idx, float *);
+typedef void (*gradient_fn)(const float *, const float *, float *, const geometry *, idx, float *);
+
+typedef struct {
+    const char *name;
+    idx tile; /* output channels per tile (2 vectors) */
+    forward_fn forward;
+    gradient_fn weight_gradient;
+} kernel_set;
+
+static const kernel_set base_set = {"baseline", 8, base_forward, base_weight_gradient};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+static const kernel_set avx512_set = {"avx512", 32, avx512_forward, avx512_weight_gradient};
+static const kernel_set avx2_set = {"avx2", 16, avx2_forward, avx2_weight_gradient};
+#endif
+
+/* The kernel sets this CPU runs, best first (the baseline always). */
+static int supported(const kernel_set **sets)
+{
+    int count = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+        sets[count++] = &avx512_set;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        sets[count++] = &avx2_set;
+#endif
+    sets[count++] = &base_set;
+    return count;
+}
+
+static const kernel_set *active;
+
+static const kernel_set *kernels(void)
+{
+    if (!active) {
+        const kernel_set *sets[3];
+        supported(sets);
+        active = sets[0];
+    }
+    return active;
+}
+
+/* --- the C interface (engine.layers.conv_direct) -------------------------------------------- */
+
+/* The interface's version: engine.layers.conv_direct.ABI, raised with any change to these functions. */
+idx dc_abi(void) { return 1; }
+
+const char *dc_kernel_name(void) { return kernels()->name; }
+
+/* Use the kernel set of that name from now on (tests run each one); 0 if this CPU cannot run it. */
+int dc_select(const char *name)
+{
+    const kernel_set *sets[3];
+    const int count = supported(sets);
+    for (int k = 0; k < count; k++)
+        if (strcmp(sets[k]->name, name) == 0) {
+            active = sets[k];
+            return 1;
+        }
+    return 0;
+}
+
+idx dc_tile_channels(void) { return kernels()->tile; }
+
+/* Floats of scratch one thread needs (forward and flipped data gradient: 0; weight gradient: 1). */
+idx dc_scratch_floats(const idx *geometry_values, int weight_gradient)
+{
+    const geometry g = read_geometry(geometry_values);
+    const idx tile = kernels()->tile, o_pad = (g.o + tile - 1) / tile * tile;
+    idx floats = image_floats(&g);
+    if (weight_gradient)
+        floats += g.oh * g.ow * o_pad + g.oh * g.ow * (idx)(sizeof(idx) / sizeof(float)) + SLACK;
+    return floats;
+}
+
+/* w (O, C, kh, kw) -> [tiles][kh][kw][C][tile], zeros past O. With `flip`, the weight of the stride-1
+ * data gradient: out channels C, in channels O, the kernel turned round. */
+void dc_pack_weights(const float *w, float *out, idx o, idx c, idx kh, idx kw, int flip)
+{
+    const idx tile = kernels()->tile;
+    const idx outs = flip ? c : o, ins = flip ? o : c, tiles = (outs + tile - 1) / tile;
+    memset(out, 0, (size_t)(tiles * kh * kw * ins * tile) * sizeof(float));
+    for (idx a = 0; a < outs; a++)
+        for (idx b = 0; b < ins; b++)
+            for (idx i = 0; i < kh; i++)
+                for (idx j = 0; j < kw; j++) {
+                    const float v = flip ? w[((b * c + a) * kh + (kh - 1 - i)) * kw + (kw - 1 - j)]
+                                         : w[((a * c + b) * kh + i) * kw + j];
+                    out[((((a / tile) * kh + i) * kw + j) * ins + b) * tile + a % tile] = v;
+                }
+}
+
+/* y (images, O, OH, OW) = conv(x) (+ bias) for output-channel tiles [first, stop). */
+void dc_forward(const float *x, const float *w, const float *bias, float *y, const idx *geometry_values,
+                idx images, idx first, idx stop, float *scratch)
+{
+    const geometry g = read_geometry(geometry_values);
+    kernels()->forward(x, w, bias, y, &g, images, first, stop, scratch);
+}
+
+/* dw [kh][kw][C][O rounded up to the tile] += the weight gradient of images x (C, H, W), dy (O, OH, OW). */
+void dc_weight_gradient(const float *x, const float *dy, float *dw, const idx *geometry_values, idx images,
+                        float *scratch)
+{
+    const geometry g = read_geometry(geometry_values);
+    kernels()->weight_gradient(x, dy, dw, &g, images, scratch);
+}
+
+/* dw (O, C, kh, kw) += packed [kh][kw][C][O rounded up to the tile], as dc_weight_gradient sums it. */
+void dc_add_weight_gradient(const float *packed, float *dw, idx o, idx c, idx kh, idx kw)
+{
+    const idx tile = kernels()->tile, o_pad = (o + tile - 1) / tile * tile;
+    for (idx a = 0; a < o; a++)
+        for (idx b = 0; b < c; b++)
+            for (idx i = 0; i < kh; i++)
+                for (idx j = 0; j < kw; j++)
+                    dw[((a * c + b) * kh + i) * kw + j] += packed[((i * kw + j) * c + b) * o_pad + a];
+}
+
+/* An importable module, so that setuptools builds this file and Python finds it; its functions are
+ * called through ctypes, which releases the GIL for each call. */
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_direct_conv",
+                                    "Direct convolution kernels, called through ctypes.", -1, NULL,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__direct_conv(void) { return PyModule_Create(&module); }

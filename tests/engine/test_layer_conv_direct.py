@@ -1,0 +1,134 @@
+"""The compiled direct convolution (engine.layers.conv_direct) gives the reference path's numbers in
+float32: forward, weight, bias and data gradients, Convolution and Deconvolution, with every kernel
+set this CPU runs, one thread or several, over geometries whose sizes leave partial tiles (output
+channels, positions, input channels); and where it does not apply, the other paths run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from engine import parallel
+from engine.layers import conv_direct
+from engine.testing import blobs, make_layer, random_blob
+from tests.engine.test_layer_conv_cpu import GEOMETRIES, conv_text, passes
+
+pytestmark = pytest.mark.skipif(
+    not conv_direct.available(), reason="the direct kernels are not built (no C compiler at install)"
+)
+
+SETS = ["avx512", "avx2", "baseline"]
+
+# Sizes that leave a partial tile everywhere: 50 outputs (tiles of 8, 16, 32), 7 x 9 positions
+# (tiles of 6 or 12), 20 input channels (weight-gradient tiles of 6 or 12); one image per thread or
+# fewer images than threads (the forward splits output-channel tiles instead).
+DIRECT_GEOMETRIES = [g for g in GEOMETRIES if g[1].get("group", 1) == 1] + [
+    ("Convolution", {"num_output": 50, "kernel_size": 5, "pad": 2}, (3, 20, 7, 9)),
+    ("Convolution", {"num_output": 70, "kernel_size": 3, "pad": 1}, (1, 13, 6, 6)),
+    ("Convolution", {"num_output": 33, "kernel_size": 3, "stride": 2, "pad": 1}, (2, 17, 9, 8)),
+    ("Convolution", {"num_output": 40, "kernel_h": 1, "kernel_w": 3, "dilation": 3}, (2, 5, 4, 11)),
+    ("Deconvolution", {"num_output": 36, "kernel_size": 3, "pad": 1}, (2, 20, 5, 4)),
+]
+
+
+@pytest.fixture(params=SETS)
+def kernel_set(request):
+    if not conv_direct.select(request.param):
+        pytest.skip(f"this CPU does not run the {request.param} kernels")
+    yield request.param
+    conv_direct.select(SETS[0]) or conv_direct.select(SETS[1]) or conv_direct.select(SETS[2])
+
+
+@pytest.fixture(params=[1, 3])
+def threads(request, monkeypatch):
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(request.param))
+    monkeypatch.setattr(parallel, "_pid", os.getpid())
+    return request.param
+
+
+def within_float32(fast: list[np.ndarray], reference: list[np.ndarray]) -> None:
+    for what, a, b in zip(("top", "weight diff", "bias diff", "bottom diff"), fast, reference):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5 * np.abs(b).max(), err_msg=what)
+
+
+@pytest.mark.parametrize("kind, fields, shape", DIRECT_GEOMETRIES)
+def test_direct_path_equals_reference(kernel_set, threads, kind, fields, shape):
+    fast = passes(kind, fields, shape, fast=True, dtype=np.float32)
+    reference = passes(kind, fields, shape, fast=False, dtype=np.float64)
+    within_float32(fast, [r.astype(np.float32) for r in reference])
+
+
+def counted(monkeypatch) -> dict[str, int]:
+    """Counts of the DirectConv calls that ran (returned True)."""
+    counts = {"forward": 0, "data_gradient": 0, "weight_gradient": 0}
+    for name in counts:
+        original = getattr(conv_direct.DirectConv, name)
+
+        def wrapper(self, *args, _original=original, _name=name, **kwargs):
+            done = _original(self, *args, **kwargs)
+            counts[_name] += bool(done)
+            return done
+
+        monkeypatch.setattr(conv_direct.DirectConv, name, wrapper)
+    return counts
+
+
+def test_float32_layers_take_the_direct_path(monkeypatch):
+    """A float32 convolution runs all three passes direct (stride 1); a stride-2 data gradient and
+    anything in float64 take the GEMM path, with the same numbers."""
+    counts = counted(monkeypatch)
+    passes("Convolution", {"num_output": 8, "kernel_size": 3, "pad": 1}, (2, 4, 6, 6), True, np.float32)
+    assert counts == {"forward": 1, "data_gradient": 1, "weight_gradient": 1}
+    counts.update(dict.fromkeys(counts, 0))
+    fields = {"num_output": 8, "kernel_size": 3, "stride": 2, "pad": 1}
+    passes("Convolution", fields, (2, 4, 6, 6), True, np.float32)
+    assert counts == {"forward": 1, "data_gradient": 0, "weight_gradient": 1}
+    counts.update(dict.fromkeys(counts, 0))
+    passes("Convolution", {"num_output": 8, "kernel_size": 3}, (2, 4, 6, 6), True, np.float64)
+    assert counts == dict.fromkeys(counts, 0)
+
+
+def test_grouped_convolutions_keep_the_gemm_path():
+    text = conv_text("Convolution", {"num_output": 8, "kernel_size": 3, "group": 2})
+    layer = make_layer(text, dtype=np.float32)
+    layer.setup([random_blob((2, 8, 6, 6), dtype=np.float32)], blobs(1, dtype=np.float32))
+    assert layer.cpu is not None and layer.cpu.direct is None
+
+
+def test_arrays_the_kernels_cannot_take_are_left_to_the_caller():
+    direct = conv_direct.DirectConv(4, 6, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), (5, 5))
+    w = np.ones((6, 4, 3, 3), np.float32)
+    x = np.ones((2, 4, 5, 10), np.float32)[..., ::2]  # not contiguous
+    y = np.zeros((2, 6, 5, 5), np.float32)
+    assert not direct.forward(x, w, y) and not y.any()
+    assert not direct.forward(np.ones((2, 4, 5, 5)), w, y)  # float64
+    assert direct.forward(np.ascontiguousarray(x), w, y) and np.allclose(y[:, :, 2, 2], 36)
+    strided = conv_direct.DirectConv(4, 6, (3, 3), (2, 2), (1, 1), (1, 1), (5, 5), (3, 3))
+    assert not strided.data_gradient(np.ones((2, 6, 3, 3), np.float32), w, np.zeros((2, 4, 5, 5), np.float32))
+
+
+def test_an_unknown_kernel_set_is_refused():
+    before = conv_direct.kernel_name()
+    assert not conv_direct.select("sse9")
+    assert conv_direct.kernel_name() == before
+
+
+def test_a_stale_or_disabled_build_is_not_used(monkeypatch):
+    monkeypatch.setattr(conv_direct, "ABI", conv_direct.ABI + 1)
+    assert conv_direct._load() is None
+    monkeypatch.setattr(conv_direct, "ABI", conv_direct.ABI - 1)
+    assert conv_direct._load() is not None
+    monkeypatch.setenv("BARISTA_DIRECT_CONV", "0")
+    assert conv_direct._load() is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the compiler check is for Linux")
+def test_the_install_built_the_kernels_where_a_compiler_is_found():
+    """`make install` builds engine/native/direct_conv.c where a C compiler is on the PATH."""
+    if shutil.which("cc") or shutil.which("gcc"):
+        assert conv_direct.available(), "a C compiler is here, but engine._direct_conv was not built"
+        assert conv_direct.kernel_name() in SETS
