@@ -113,7 +113,23 @@ def install(packages: list[str]) -> bool:
     return done.returncode == 0
 
 
+def note_kernels() -> None:
+    """Say so when the install built no direct convolution kernels (no C compiler): all works, slower."""
+    try:
+        from engine.layers import conv_direct
+    except Exception:  # the engine itself is checked by its own imports, not here
+        return
+    if not conv_direct.available() and os.environ.get("BARISTA_DIRECT_CONV") != "0":
+        print(
+            "note: the direct convolution kernels (engine/native/direct_conv.c) were not built, so "
+            "convolutions take the slower numpy/BLAS path; install a C compiler (e.g. apt-get install gcc) "
+            "and run `make install` again",
+            file=sys.stderr,
+        )
+
+
 def main() -> int:
+    note_kernels()
     root = qt_root()
     if root is None:
         print("error: PySide6 is not installed in this environment; run `make install`", file=sys.stderr)

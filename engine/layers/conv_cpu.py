@@ -398,7 +398,7 @@ class CpuConv:
         )
         # float32 with the compiled kernels: the direct convolution (engine.layers.conv_direct) first
         self.direct = None
-        if conv_direct.applies(group):
+        if conv_direct.applies(group, kernel):
             self.direct = conv_direct.DirectConv(
                 channels, num_output, kernel, stride, pad, dilation, conv_in, conv_out
             )
@@ -490,7 +490,9 @@ class CpuConv:
 
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> None:
         """dx (N, C, H, W) = the data gradient for dy (N, O, OH, OW)."""
-        if self.direct is not None and self.direct.data_gradient(dy, w, dx):
+        # (as a convolution of the padded dY only where that pads little: LeNet's conv2, 12 x 12 from
+        # 8 x 8, is 2.25x the work of the forward; 5.4 against 3.4 ms a backward, direct)
+        if self.gather and self.direct is not None and self.direct.data_gradient(dy, w, dx):
             return
         if not self.gather:
             self.scatter_data_gradient(dy, w, dx)

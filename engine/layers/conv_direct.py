@@ -29,7 +29,7 @@ import numpy as np
 from engine import backend, parallel
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
-ABI = 1  # dc_abi() of the C file these calls are written for: a stale build is not used
+ABI = 4  # dc_abi() of the C file these calls are written for: a stale build is not used
 
 
 def _load() -> Any:
@@ -51,10 +51,11 @@ def _load() -> Any:
         "dc_select": (ctypes.c_int, [ctypes.c_char_p]),
         "dc_tile_channels": (_I, []),
         "dc_scratch_floats": (_I, [_P, ctypes.c_int]),
-        "dc_pack_weights": (None, [_P, _P, _I, _I, _I, _I, ctypes.c_int]),
+        "dc_pack_weights": (None, [_P, _P, _I, _I, _I, _I, ctypes.c_int, _I, _I]),
         "dc_forward": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
-        "dc_weight_gradient": (None, [_P, _P, _P, _P, _I, _P]),
-        "dc_add_weight_gradient": (None, [_P, _P, _I, _I, _I, _I]),
+        "dc_weight_gradient": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
+        "dc_add_weight_gradient": (None, [_P, _P, _P]),
+        "dc_gradient_floats": (_I, [_P]),
     }
     for name, (result, arguments) in signatures.items():
         function = getattr(lib, name)
@@ -63,6 +64,12 @@ def _load() -> Any:
 
 
 _lib = _load()
+
+
+# The weight gradient runs direct where its tiles fill at least this share of their vector lanes, and
+# where the weight has at most this many values per value of the batch's output (DirectConv).
+MIN_GRADIENT_FILL = 0.75
+MAX_WEIGHT_SHARE = 1.0
 
 
 def available() -> bool:
@@ -79,10 +86,11 @@ def select(name: str) -> bool:
     return _lib is not None and bool(_lib.dc_select(name.encode()))
 
 
-def applies(group: int) -> bool:
-    """Whether the direct kernels run a 2-D convolution of this group count (in float32: the calls
-    say False for other arrays)."""
-    return _lib is not None and group == 1
+def applies(group: int, kernel: tuple[int, ...]) -> bool:
+    """Whether the direct kernels run a 2-D convolution of this group count and kernel (in float32:
+    the calls say False for other arrays). A 1 x 1 kernel stays with the GEMM path, which needs no
+    columns for it (ResNet-18's 1 x 1 projections: 3.5 against 1.3 ms a backward, direct)."""
+    return _lib is not None and group == 1 and kernel != (1, 1)
 
 
 def _address(a: Any) -> int | None:
@@ -111,6 +119,12 @@ class DirectConv:
         self.c, self.o, self.kernel = channels, num_output, kernel
         self.tile = int(_lib.dc_tile_channels())
         self.workspace = backend.Workspace()  # the per-thread partial weight gradients
+        # The weight gradient sums its tiles over the positions, and how its kernel rows' runs of
+        # (kernel column, channel) fill their vector tiles decides whether it pays: a first layer's
+        # (3 channels x 7 columns: 21 of 32 lanes) loses to the GEMM path (ResNet's conv1: 11.8 against
+        # 10.3 ms, CIFAR-10's conv1 level).
+        run = kernel[1] * channels if dilation[1] == 1 else channels
+        self.gradient_fill = run / (-(-run // self.tile) * self.tile)
         self.geometry = np.array(
             [channels, *conv_in, num_output, *kernel, *stride, *pad, *dilation, *conv_out], np.int64
         )
@@ -128,7 +142,13 @@ class DirectConv:
         size = tiles * self.kernel[0] * self.kernel[1] * inputs * self.tile
         packed = backend.scratch("direct_conv_weights", (size,), np.float32)
         weights = np.ascontiguousarray(w, np.float32)
-        _lib.dc_pack_weights(weights.ctypes.data, packed.ctypes.data, self.o, self.c, *self.kernel, int(flip))
+        w0, p0 = weights.ctypes.data, packed.ctypes.data
+
+        def pack(start: int, stop: int) -> None:
+            _lib.dc_pack_weights(w0, p0, self.o, self.c, *self.kernel, int(flip), start, stop)
+
+        # a transposing copy, bound by cache misses: 512 x 512 x 3 x 3 took 1.9 ms on one thread
+        parallel.run(pack, tiles, np, parallel.grain(size // tiles))
         return packed
 
     def convolve(self, x: Any, packed: Any, y: Any, bias: Any, geometry: Any, outputs: int) -> None:
@@ -173,33 +193,45 @@ class DirectConv:
     def weight_gradient(self, x: Any, dy: Any, dw: Any, db: Any = None) -> bool:
         """dw (O, C, kh, kw) += the sum over images of x's windows times dy (and db += dy's sum over
         images and positions); False for arrays the kernels cannot take."""
-        if not _contiguous(x, dy, dw):
+        # A weight larger than the batch's outputs (ResNet's 7 x 7 x 512 at batch 8: 2.4M against 200k
+        # values) stays with the GEMM path: each thread's sums of the whole weight, cleared and added,
+        # cost more than its products (8.1 against 6.8 ms; threads over output channels instead each
+        # re-read 1 MB of packed images per tile: 10.1).
+        too_large = dw.size > MAX_WEIGHT_SHARE * dy.size
+        if self.gradient_fill < MIN_GRADIENT_FILL or too_large or not _contiguous(x, dy, dw):
             return False
-        kh, kw = self.kernel
-        o_pad = -(-self.o // self.tile) * self.tile
-        floats = int(_lib.dc_scratch_floats(self.geometry.ctypes.data, 1))
+        n, g0 = x.shape[0], self.geometry.ctypes.data
+        sums = int(_lib.dc_gradient_floats(g0))
+        floats = int(_lib.dc_scratch_floats(g0, 1))
         workspace = self.workspace
-        parts: dict[int, tuple[Any, ...]] = {}
+        x0, dy0 = x.ctypes.data, dy.ctypes.data
         x_step, dy_step = x[0].size * 4, dy[0].size * 4
+        parts: dict[int, tuple[Any, ...]] = {}
 
-        def work(start: int, stop: int) -> None:
+        def images(start: int, stop: int) -> None:
             scratch = backend.scratch("direct_conv", (floats,), np.float32)
-            partial = workspace.get(f"dw{start}", (kh, kw, self.c, o_pad), np.float32, np)
+            partial = workspace.get(f"dw{start}", (sums,), np.float32, np)
+            part_bias = workspace.get(f"db{start}", (self.o,), np.float32, np)
             partial[...] = 0
+            part_bias[...] = 0
+            x_start, dy_start = x0 + start * x_step, dy0 + start * dy_step
+            partial_address, bias_address = partial.ctypes.data, part_bias.ctypes.data
             _lib.dc_weight_gradient(
-                x.ctypes.data + start * x_step,
-                dy.ctypes.data + start * dy_step,
-                partial.ctypes.data,
-                self.geometry.ctypes.data,
+                x_start,
+                dy_start,
+                partial_address,
+                bias_address,
+                g0,
                 stop - start,
+                0,
+                self.o,
                 scratch.ctypes.data,
             )
-            bias = dy[start:stop].reshape(stop - start, self.o, -1).sum(axis=2).sum(axis=0)
-            parts[start] = partial, bias
+            parts[start] = partial, part_bias
 
-        parallel.run(work, x.shape[0], np)
-        summed, bias = parallel.ordered_sums(parts)
-        _lib.dc_add_weight_gradient(summed.ctypes.data, dw.ctypes.data, self.o, self.c, kh, kw)
+        parallel.run(images, n, np)
+        total, bias = parallel.ordered_sums(parts)
+        _lib.dc_add_weight_gradient(total.ctypes.data, dw.ctypes.data, g0)
         if db is not None:
             db += bias
         return True

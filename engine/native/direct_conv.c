@@ -30,7 +30,10 @@ typedef struct {
     idx hp, wp;            /* padded input height and width */
 } geometry;
 
-enum { GEOMETRY_FIELDS = 14, POSITION_BLOCK = 128, SLACK = 64 };
+/* POSITION_BLOCK: positions a weight-gradient pass sums before its tiles move on (their inputs stay
+ * in L1); GROUP_POSITIONS: the fewest positions a group of images holds (ResNet's 7 x 7 maps go 6
+ * images at a time); SLACK: floats past a packed image that a tile may read (and not use). */
+enum { POSITION_BLOCK = 512, GROUP_POSITIONS = 256, MAX_GROUP = 16, SLACK = 64 };
 
 static geometry read_geometry(const idx *v)
 {
@@ -41,8 +44,32 @@ static geometry read_geometry(const idx *v)
     return g;
 }
 
-/* Floats of one channels-last padded image, with slack for tiles that read past the last channel. */
-static idx image_floats(const geometry *g) { return g->hp * g->wp * g->c + SLACK; }
+/* Floats of one channels-last padded image, with slack for tiles that read past the last channel: a
+ * whole number of cache lines, so that each image of a group starts on one. */
+static idx image_floats(const geometry *g) { return (g->hp * g->wp * g->c + SLACK + 15) / 16 * 16; }
+
+/* Images packed and summed together: enough for GROUP_POSITIONS output positions. */
+static idx group_images(const geometry *g)
+{
+    const idx positions = g->oh * g->ow, group = (GROUP_POSITIONS + positions - 1) / positions;
+    return group < MAX_GROUP ? group : MAX_GROUP;
+}
+
+/* Where output position q's window starts in a packed image. */
+static inline idx position_offset(const geometry *g, idx q)
+{
+    return ((q / g->ow) * g->sh * g->wp + (q % g->ow) * g->sw) * g->c;
+}
+
+/* The weight gradient's sums, per output channel: kh rows of `runs` runs of `run` values (the kernel
+ * columns' channels, one run of kw C values where the columns are not dilated), each run padded to a
+ * whole number of vector tiles. */
+static void gradient_layout(const geometry *g, idx tile, idx *runs, idx *run, idx *run_pad)
+{
+    *runs = g->dw == 1 ? 1 : g->kw;
+    *run = g->dw == 1 ? g->kw * g->c : g->c;
+    *run_pad = (*run + tile - 1) / tile * tile;
+}
 
 /* x (C, H, W) -> out (H + 2 ph, W + 2 pw, C), zeros in the padding. */
 static void pack_image(const float *x, float *out, const geometry *g)
@@ -59,14 +86,25 @@ static void pack_image(const float *x, float *out, const geometry *g)
     }
 }
 
-/* a (rows, columns) -> out (columns, width): transposed, zeros past `rows`. */
-static void pack_rows(const float *a, float *out, idx rows, idx columns, idx width)
+/* a (rows, columns) -> out (columns, width): transposed, zeros past `rows`; the sums of rows
+ * [first, stop) added to sums[row] (when given). */
+static void pack_rows(const float *a, float *out, idx rows, idx columns, idx width, float *sums, idx first,
+                      idx stop)
 {
     memset(out, 0, (size_t)(columns * width) * sizeof(float));
-    for (idx r = 0; r < rows; r++)
-        for (idx k = 0; k < columns; k++)
+    for (idx r = 0; r < rows; r++) {
+        float sum = 0.0f;
+        for (idx k = 0; k < columns; k++) {
             out[k * width + r] = a[r * columns + k];
+            sum += a[r * columns + k];
+        }
+        if (sums && r >= first && r < stop)
+            sums[r] += sum;
+    }
 }
+
+/* The scratch pointer rounded up to a cache line (dc_scratch_floats leaves room for it). */
+static float *aligned(float *scratch) { return (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63); }
 
 #define CAT(a, b) a##_##b
 #define JOIN(a, b) CAT(a, b)
@@ -105,11 +143,12 @@ static void pack_rows(const float *a, float *out, idx rows, idx columns, idx wid
 
 typedef void (*forward_fn)(const float *, const float *, const float *, float *, const geometry *, idx, idx,
                            idx, float *);
-typedef void (*gradient_fn)(const float *, const float *, float *, const geometry *, idx, float *);
+typedef void (*gradient_fn)(const float *, const float *, float *, float *, const geometry *, idx, idx, idx,
+                            float *);
 
 typedef struct {
     const char *name;
-    idx tile; /* output channels per tile (2 vectors) */
+    idx tile; /* output channels per forward tile (2 vectors) */
     forward_fn forward;
     gradient_fn weight_gradient;
 } kernel_set;
@@ -150,7 +189,7 @@ static const kernel_set *kernels(void)
 /* --- the C interface (engine.layers.conv_direct) -------------------------------------------- */
 
 /* The interface's version: engine.layers.conv_direct.ABI, raised with any change to these functions. */
-idx dc_abi(void) { return 1; }
+idx dc_abi(void) { return 4; }
 
 const char *dc_kernel_name(void) { return kernels()->name; }
 
@@ -173,27 +212,33 @@ idx dc_tile_channels(void) { return kernels()->tile; }
 idx dc_scratch_floats(const idx *geometry_values, int weight_gradient)
 {
     const geometry g = read_geometry(geometry_values);
-    const idx tile = kernels()->tile, o_pad = (g.o + tile - 1) / tile * tile;
-    idx floats = image_floats(&g);
+    const idx o_pad = g.o + 16; /* at least the weight gradient's: O rounded up to PB (at most 16) */
+    const idx group = group_images(&g), positions = group * g.oh * g.ow;
+    idx floats = group * image_floats(&g);
     if (weight_gradient)
-        floats += g.oh * g.ow * o_pad + g.oh * g.ow * (idx)(sizeof(idx) / sizeof(float)) + SLACK;
-    return floats;
+        floats += positions * o_pad + positions * (idx)(sizeof(idx) / sizeof(float)) + SLACK;
+    return floats + 16; /* room to align it */
 }
 
 /* w (O, C, kh, kw) -> [tiles][kh][kw][C][tile], zeros past O. With `flip`, the weight of the stride-1
- * data gradient: out channels C, in channels O, the kernel turned round. */
-void dc_pack_weights(const float *w, float *out, idx o, idx c, idx kh, idx kw, int flip)
+ * data gradient: out channels C, in channels O, the kernel turned round. Tiles [first, stop). A tile's input channel at a
+ * time: its lanes read kh kw values of each of the tile's rows of w (flipped: one run of them). */
+void dc_pack_weights(const float *w, float *out, idx o, idx c, idx kh, idx kw, int flip, idx first, idx stop)
 {
-    const idx tile = kernels()->tile;
-    const idx outs = flip ? c : o, ins = flip ? o : c, tiles = (outs + tile - 1) / tile;
-    memset(out, 0, (size_t)(tiles * kh * kw * ins * tile) * sizeof(float));
-    for (idx a = 0; a < outs; a++)
+    const idx tile = kernels()->tile, outs = flip ? c : o, ins = flip ? o : c, kernel = kh * kw;
+    for (idx t = first; t < stop; t++)
         for (idx b = 0; b < ins; b++)
             for (idx i = 0; i < kh; i++)
                 for (idx j = 0; j < kw; j++) {
-                    const float v = flip ? w[((b * c + a) * kh + (kh - 1 - i)) * kw + (kw - 1 - j)]
-                                         : w[((a * c + b) * kh + i) * kw + j];
-                    out[((((a / tile) * kh + i) * kw + j) * ins + b) * tile + a % tile] = v;
+                    float *to = out + (((t * kh + i) * kw + j) * ins + b) * tile;
+                    for (idx lane = 0; lane < tile; lane++) {
+                        const idx a = t * tile + lane;
+                        float v = 0.0f;
+                        if (a < outs)
+                            v = flip ? w[(b * c + a) * kernel + (kh - 1 - i) * kw + (kw - 1 - j)]
+                                     : w[(a * c + b) * kernel + i * kw + j];
+                        to[lane] = v;
+                    }
                 }
 }
 
@@ -202,26 +247,45 @@ void dc_forward(const float *x, const float *w, const float *bias, float *y, con
                 idx images, idx first, idx stop, float *scratch)
 {
     const geometry g = read_geometry(geometry_values);
-    kernels()->forward(x, w, bias, y, &g, images, first, stop, scratch);
+    kernels()->forward(x, w, bias, y, &g, images, first, stop, aligned(scratch));
 }
 
-/* dw [kh][kw][C][O rounded up to the tile] += the weight gradient of images x (C, H, W), dy (O, OH, OW). */
-void dc_weight_gradient(const float *x, const float *dy, float *dw, const idx *geometry_values, idx images,
-                        float *scratch)
+/* dw (dc_gradient_floats, in its layout) += the weight gradient of images x (C, H, W) and dy (O, OH,
+ * OW), and db (O, when given) += dy's sums over images and positions: of output channels [first, stop)
+ * (first a multiple of the set's PB). */
+void dc_weight_gradient(const float *x, const float *dy, float *dw, float *db, const idx *geometry_values,
+                        idx images, idx first, idx stop, float *scratch)
 {
     const geometry g = read_geometry(geometry_values);
-    kernels()->weight_gradient(x, dy, dw, &g, images, scratch);
+    kernels()->weight_gradient(x, dy, dw, db, &g, images, first, stop, aligned(scratch));
 }
 
-/* dw (O, C, kh, kw) += packed [kh][kw][C][O rounded up to the tile], as dc_weight_gradient sums it. */
-void dc_add_weight_gradient(const float *packed, float *dw, idx o, idx c, idx kh, idx kw)
+/* dw (O, C, kh, kw) += sums in dc_weight_gradient's layout: one output channel's row at a time. */
+void dc_add_weight_gradient(const float *sums, float *dw, const idx *geometry_values)
 {
-    const idx tile = kernels()->tile, o_pad = (o + tile - 1) / tile * tile;
-    for (idx a = 0; a < o; a++)
-        for (idx b = 0; b < c; b++)
-            for (idx i = 0; i < kh; i++)
-                for (idx j = 0; j < kw; j++)
-                    dw[((a * c + b) * kh + i) * kw + j] += packed[((i * kw + j) * c + b) * o_pad + a];
+    const geometry g = read_geometry(geometry_values);
+    const idx tile = kernels()->tile, kernel = g.kh * g.kw;
+    idx runs, run, run_pad;
+    gradient_layout(&g, tile, &runs, &run, &run_pad);
+    for (idx a = 0; a < g.o; a++) {
+        const float *from = sums + a * g.kh * runs * run_pad;
+        float *to = dw + a * g.c * kernel;
+        for (idx i = 0; i < g.kh; i++)
+            for (idx j = 0; j < g.kw; j++) {
+                const float *part = from + (i * runs + (runs == 1 ? 0 : j)) * run_pad + (runs == 1 ? j * g.c : 0);
+                for (idx b = 0; b < g.c; b++)
+                    to[b * kernel + i * g.kw + j] += part[b];
+            }
+    }
+}
+
+/* Floats of the weight gradient's sums (dc_weight_gradient's layout). */
+idx dc_gradient_floats(const idx *geometry_values)
+{
+    const geometry g = read_geometry(geometry_values);
+    idx runs, run, run_pad;
+    gradient_layout(&g, kernels()->tile, &runs, &run, &run_pad);
+    return g.o * g.kh * runs * run_pad;
 }
 
 /* An importable module, so that setuptools builds this file and Python finds it; its functions are

@@ -1,17 +1,19 @@
 /* One instruction set's direct-convolution kernels: included by direct_conv.c once per set, with
  * NAME(f) (the set's function names), TARGET (its target attribute), VL (floats per vector) and
- * PB (positions, or channels, per register tile) defined. A tile holds PB x 2 vectors of sums. */
+ * PB (positions, or input values, per register tile) defined. A tile holds PB x 2 vectors of sums. */
 
 typedef float NAME(vec) __attribute__((vector_size(VL * 4), aligned(4)));
 #define VEC NAME(vec)
 #define OT (2 * VL) /* output channels per tile */
 
-/* Forward: the sums of one tile, PB output positions (offsets `base` into the channels-last input)
- * by OT output channels; w is the tile's packed weight [kh kw][C][OT]. */
+/* Forward: the sums of one tile, PB output positions (offsets `base` into the packed images) by OT
+ * output channels; w is the tile's packed weight [kh][kw C][OT] (a run of kw C values per kernel row
+ * where the columns are not dilated, else [kh][kw][C]). */
 TARGET static inline void NAME(forward_tile)(const float *x, const idx *base, const float *w,
                                              const geometry *g, VEC acc[PB][2])
 {
-    const idx c_in = g->c, step_i = g->dh * g->wp * c_in, step_j = g->dw * c_in;
+    const idx runs = g->dw == 1 ? 1 : g->kw, length = g->dw == 1 ? g->kw * g->c : g->c;
+    const idx step_i = g->dh * g->wp * g->c, step_j = g->dw * g->c;
     const float *ptr[PB];
     for (int b = 0; b < PB; b++) {
         acc[b][0] = (VEC){0};
@@ -19,14 +21,14 @@ TARGET static inline void NAME(forward_tile)(const float *x, const idx *base, co
         ptr[b] = x + base[b];
     }
     for (idx i = 0; i < g->kh; i++) {
-        for (idx j = 0; j < g->kw; j++) {
+        for (idx j = 0; j < runs; j++) {
             const idx offset = i * step_i + j * step_j;
-            const float *wk = w + (i * g->kw + j) * c_in * OT;
-            for (idx c = 0; c < c_in; c++) {
-                const VEC w0 = *(const VEC *)(wk + c * OT), w1 = *(const VEC *)(wk + c * OT + VL);
+            const float *wk = w + (i * runs + j) * length * OT;
+            for (idx k = 0; k < length; k++) {
+                const VEC w0 = *(const VEC *)(wk + k * OT), w1 = *(const VEC *)(wk + k * OT + VL);
 #pragma GCC unroll 32
                 for (int b = 0; b < PB; b++) {
-                    const float s = ptr[b][offset + c];
+                    const float s = ptr[b][offset + k];
                     acc[b][0] += s * w0;
                     acc[b][1] += s * w1;
                 }
@@ -36,77 +38,89 @@ TARGET static inline void NAME(forward_tile)(const float *x, const idx *base, co
 }
 
 /* y (images, O, OH, OW) = conv(x (images, C, H, W)) (+ bias), weights packed by dc_pack_weights: the
- * output channels of tiles [first, stop). */
+ * output channels of tiles [first, stop). Images go a group at a time (group_images), their
+ * positions one sequence, so that small maps still fill whole tiles. */
 TARGET static void NAME(forward)(const float *x, const float *w, const float *bias, float *y,
                                  const geometry *g, idx images, idx first, idx stop, float *scratch)
 {
-    const idx positions = g->oh * g->ow;
-    const idx tile_weights = g->kh * g->kw * g->c * OT;
-    for (idx n = 0; n < images; n++) {
-        pack_image(x + n * g->c * g->h * g->w, scratch, g);
-        float *yn = y + n * g->o * positions;
+    const idx positions = g->oh * g->ow, image = image_floats(g);
+    const idx tile_weights = g->kh * g->kw * g->c * OT, group = group_images(g);
+    for (idx n0 = 0; n0 < images; n0 += group) {
+        const idx count = images - n0 < group ? images - n0 : group, total = count * positions;
+        for (idx n = 0; n < count; n++)
+            pack_image(x + (n0 + n) * g->c * g->h * g->w, scratch + n * image, g);
         for (idx t = first; t < stop; t++) {
             const float *wt = w + t * tile_weights;
             const idx o0 = t * OT, o_count = g->o - o0 < OT ? g->o - o0 : OT;
-            for (idx p0 = 0; p0 < positions; p0 += PB) {
-                const idx valid = positions - p0 < PB ? positions - p0 : PB;
-                idx base[PB];
+            for (idx p0 = 0; p0 < total; p0 += PB) {
+                const idx valid = total - p0 < PB ? total - p0 : PB;
+                idx base[PB], out[PB];
                 for (int b = 0; b < PB; b++) {
-                    const idx p = p0 + (b < valid ? b : valid - 1);
-                    base[b] = ((p / g->ow) * g->sh * g->wp + (p % g->ow) * g->sw) * g->c;
+                    const idx p = p0 + (b < valid ? b : valid - 1), n = p / positions, q = p % positions;
+                    base[b] = n * image + position_offset(g, q);
+                    out[b] = ((n0 + n) * g->o + o0) * positions + q;
                 }
                 VEC acc[PB][2];
                 NAME(forward_tile)(scratch, base, wt, g, acc);
                 for (idx k = 0; k < o_count; k++) {
                     const float add = bias ? bias[o0 + k] : 0.0f;
-                    float *row = yn + (o0 + k) * positions + p0;
                     for (idx b = 0; b < valid; b++)
-                        row[b] = acc[b][k / VL][k % VL] + add;
+                        y[out[b] + k * positions] = acc[b][k / VL][k % VL] + add;
                 }
             }
         }
     }
 }
 
-/* dw [kh kw][C][O rounded up to OT] += sum over images and positions of x's window values times dy. */
-TARGET static void NAME(weight_gradient)(const float *x, const float *dy, float *dw, const geometry *g,
-                                         idx images, float *scratch)
+/* dw [O][kh][runs][run rounded up to OT] (gradient_layout) += the sum over images and positions of
+ * dy's values times x's window values, for output channels [first, stop): a tile of PB output channels (dy broadcast) by OT values of a
+ * run (kernel columns and channels, contiguous in the packed image; one vector load each). */
+TARGET static void NAME(weight_gradient)(const float *x, const float *dy, float *dw, float *db,
+                                         const geometry *g, idx images, idx first, idx stop, float *scratch)
 {
-    const idx positions = g->oh * g->ow, o_pad = (g->o + OT - 1) / OT * OT, c_in = g->c;
+    const idx positions = g->oh * g->ow, image = image_floats(g), group = group_images(g);
+    const idx o_pad = (g->o + PB - 1) / PB * PB;
+    idx runs, run, run_pad;
+    gradient_layout(g, OT, &runs, &run, &run_pad);
     float *xcl = scratch;
-    float *dycl = scratch + image_floats(g);
-    idx *offsets = (idx *)(dycl + positions * o_pad);
-    for (idx p = 0; p < positions; p++)
-        offsets[p] = ((p / g->ow) * g->sh * g->wp + (p % g->ow) * g->sw) * c_in;
-    for (idx n = 0; n < images; n++) {
-        pack_image(x + n * c_in * g->h * g->w, xcl, g);
-        pack_rows(dy + n * g->o * positions, dycl, g->o, positions, o_pad);
-        for (idx p0 = 0; p0 < positions; p0 += POSITION_BLOCK) {
-            const idx p1 = positions - p0 < POSITION_BLOCK ? positions : p0 + POSITION_BLOCK;
-            for (idx i = 0; i < g->kh; i++) {
-                for (idx j = 0; j < g->kw; j++) {
-                    const idx offset = i * g->dh * g->wp * c_in + j * g->dw * c_in;
-                    float *dwk = dw + (i * g->kw + j) * c_in * o_pad;
-                    for (idx c0 = 0; c0 < c_in; c0 += PB) {
-                        const idx valid = c_in - c0 < PB ? c_in - c0 : PB;
-                        for (idx o0 = 0; o0 < o_pad; o0 += OT) {
+    float *dycl = scratch + group * image; /* image is a whole number of cache lines */
+    idx *offsets = (idx *)(dycl + group * positions * o_pad);
+    for (idx p = 0; p < group * positions; p++)
+        offsets[p] = (p / positions) * image + position_offset(g, p % positions);
+    for (idx n0 = 0; n0 < images; n0 += group) {
+        const idx count = images - n0 < group ? images - n0 : group, total = count * positions;
+        for (idx n = 0; n < count; n++) {
+            pack_image(x + (n0 + n) * g->c * g->h * g->w, xcl + n * image, g);
+            float *rows = dycl + n * positions * o_pad;
+            pack_rows(dy + (n0 + n) * g->o * positions, rows, g->o, positions, o_pad, db, first, stop);
+        }
+        for (idx p0 = 0; p0 < total; p0 += POSITION_BLOCK) {
+            const idx p1 = total - p0 < POSITION_BLOCK ? total : p0 + POSITION_BLOCK;
+            for (idx o0 = first; o0 < stop; o0 += PB) {
+                const idx valid = stop - o0 < PB ? stop - o0 : PB;
+                for (idx i = 0; i < g->kh; i++) {
+                    for (idx j = 0; j < runs; j++) {
+                        const idx offset = i * g->dh * g->wp * g->c + j * g->dw * g->c;
+                        float *row = dw + (o0 * g->kh * runs + i * runs + j) * run_pad;
+                        const idx o_step = g->kh * runs * run_pad;
+                        for (idx k0 = 0; k0 < run; k0 += OT) {
                             VEC acc[PB][2];
                             for (int b = 0; b < PB; b++)
                                 acc[b][0] = acc[b][1] = (VEC){0};
                             for (idx p = p0; p < p1; p++) {
-                                const float *xp = xcl + offsets[p] + offset + c0;
-                                const VEC d0 = *(const VEC *)(dycl + p * o_pad + o0);
-                                const VEC d1 = *(const VEC *)(dycl + p * o_pad + o0 + VL);
+                                const float *xp = xcl + offsets[p] + offset + k0;
+                                const float *d = dycl + p * o_pad + o0;
+                                const VEC x0 = *(const VEC *)xp, x1 = *(const VEC *)(xp + VL);
 #pragma GCC unroll 32
                                 for (int b = 0; b < PB; b++) {
-                                    acc[b][0] += xp[b] * d0;
-                                    acc[b][1] += xp[b] * d1;
+                                    acc[b][0] += d[b] * x0;
+                                    acc[b][1] += d[b] * x1;
                                 }
                             }
                             for (idx b = 0; b < valid; b++) {
-                                VEC *out = (VEC *)(dwk + (c0 + b) * o_pad + o0);
-                                out[0] += acc[b][0];
-                                out[1] += acc[b][1];
+                                VEC *sum = (VEC *)(row + b * o_step + k0);
+                                sum[0] += acc[b][0];
+                                sum[1] += acc[b][1];
                             }
                         }
                     }

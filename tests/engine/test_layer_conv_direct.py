@@ -25,13 +25,15 @@ SETS = ["avx512", "avx2", "baseline"]
 
 # Sizes that leave a partial tile everywhere: 50 outputs (tiles of 8, 16, 32), 7 x 9 positions
 # (tiles of 6 or 12), 20 input channels (weight-gradient tiles of 6 or 12); one image per thread or
-# fewer images than threads (the forward splits output-channel tiles instead).
+# fewer images than threads (the forward splits output-channel tiles instead); groups of images.
 DIRECT_GEOMETRIES = [g for g in GEOMETRIES if g[1].get("group", 1) == 1] + [
     ("Convolution", {"num_output": 50, "kernel_size": 5, "pad": 2}, (3, 20, 7, 9)),
     ("Convolution", {"num_output": 70, "kernel_size": 3, "pad": 1}, (1, 13, 6, 6)),
     ("Convolution", {"num_output": 33, "kernel_size": 3, "stride": 2, "pad": 1}, (2, 17, 9, 8)),
     ("Convolution", {"num_output": 40, "kernel_h": 1, "kernel_w": 3, "dilation": 3}, (2, 5, 4, 11)),
     ("Deconvolution", {"num_output": 36, "kernel_size": 3, "pad": 1}, (2, 20, 5, 4)),
+    # 100 positions an image: groups of 3 images (256 positions), the last one short
+    ("Convolution", {"num_output": 20, "kernel_size": 3, "pad": 1}, (7, 6, 10, 10)),
 ]
 
 
@@ -55,8 +57,15 @@ def within_float32(fast: list[np.ndarray], reference: list[np.ndarray]) -> None:
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5 * np.abs(b).max(), err_msg=what)
 
 
+@pytest.fixture
+def every_weight_gradient(monkeypatch):
+    """The weight gradient direct for any geometry (not only where it is faster)."""
+    monkeypatch.setattr(conv_direct, "MIN_GRADIENT_FILL", 0.0)
+    monkeypatch.setattr(conv_direct, "MAX_WEIGHT_SHARE", float("inf"))
+
+
 @pytest.mark.parametrize("kind, fields, shape", DIRECT_GEOMETRIES)
-def test_direct_path_equals_reference(kernel_set, threads, kind, fields, shape):
+def test_direct_path_equals_reference(kernel_set, threads, every_weight_gradient, kind, fields, shape):
     fast = passes(kind, fields, shape, fast=True, dtype=np.float32)
     reference = passes(kind, fields, shape, fast=False, dtype=np.float64)
     within_float32(fast, [r.astype(np.float32) for r in reference])
@@ -77,19 +86,30 @@ def counted(monkeypatch) -> dict[str, int]:
     return counts
 
 
-def test_float32_layers_take_the_direct_path(monkeypatch):
-    """A float32 convolution runs all three passes direct (stride 1); a stride-2 data gradient and
-    anything in float64 take the GEMM path, with the same numbers."""
+def direct_passes(monkeypatch, fields: dict, shape: tuple, dtype=np.float32) -> dict[str, int]:
     counts = counted(monkeypatch)
-    passes("Convolution", {"num_output": 8, "kernel_size": 3, "pad": 1}, (2, 4, 6, 6), True, np.float32)
-    assert counts == {"forward": 1, "data_gradient": 1, "weight_gradient": 1}
-    counts.update(dict.fromkeys(counts, 0))
-    fields = {"num_output": 8, "kernel_size": 3, "stride": 2, "pad": 1}
-    passes("Convolution", fields, (2, 4, 6, 6), True, np.float32)
-    assert counts == {"forward": 1, "data_gradient": 0, "weight_gradient": 1}
-    counts.update(dict.fromkeys(counts, 0))
-    passes("Convolution", {"num_output": 8, "kernel_size": 3}, (2, 4, 6, 6), True, np.float64)
-    assert counts == dict.fromkeys(counts, 0)
+    passes("Convolution", fields, shape, True, dtype)
+    return counts
+
+
+def test_float32_layers_take_the_direct_path(monkeypatch):
+    """A float32 convolution runs all three passes direct (stride 1, runs of 3 x 32 channels that fill
+    whole tiles, a weight no larger than the output); the rest takes the GEMM path."""
+    same = {"num_output": 8, "kernel_size": 3, "pad": 1}
+    all_three = {"forward": 1, "data_gradient": 1, "weight_gradient": 1}
+    assert direct_passes(monkeypatch, same, (2, 32, 12, 12)) == all_three
+    strided = {"num_output": 8, "kernel_size": 3, "stride": 2, "pad": 1}
+    assert direct_passes(monkeypatch, strided, (8, 32, 12, 12))["data_gradient"] == 0
+    # a first layer's 3 channels x 5 columns fill 15 of a tile's lanes: the GEMM path's weight gradient
+    assert direct_passes(monkeypatch, same | {"kernel_size": 5}, (2, 3, 12, 12))["weight_gradient"] == 0
+    # a weight larger than the batch's output (ResNet's 7 x 7 x 512): the GEMM path's weight gradient
+    assert direct_passes(monkeypatch, same, (1, 32, 4, 4)) == all_three | {"weight_gradient": 0}
+    # LeNet's conv2 (12 x 12 from 8 x 8): the data gradient scatters, as the GEMM path decides
+    assert (
+        direct_passes(monkeypatch, {"num_output": 50, "kernel_size": 5}, (4, 20, 12, 12))["data_gradient"]
+        == 0
+    )
+    assert direct_passes(monkeypatch, same, (2, 32, 12, 12), np.float64) == dict.fromkeys(all_three, 0)
 
 
 def test_grouped_convolutions_keep_the_gemm_path():
