@@ -15,7 +15,8 @@ The reference path here is Caffe's algorithm, for the whole batch at once: per-i
 cols(x) (N, G, C_in / G prod(kernel), prod(out)) (engine.layers.im2col; on the GPU a fused kernel),
 then y = W cols(x), dW += sum over images of dy cols(x)^T, dx = col2im(W^T dy), db = sum of dy over
 batch and space. 2-D convolutions on the CPU take engine.layers.conv_cpu's faster route to the same
-numbers (channels-last columns a cache-sized block at a time, threads over images).
+numbers (channels-last columns a cache-sized block at a time, threads over images), and in float32
+its compiled direct kernels where they are built and faster (engine.layers.conv_direct).
 """
 
 from __future__ import annotations

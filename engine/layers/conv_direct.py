@@ -2,14 +2,22 @@
 
 im2col + GEMM (engine.layers.conv_cpu) copies each input value kh kw times and BLAS then packs the
 copy again; with few output channels (CIFAR-10 quick's 32) that copying costs as much as the
-multiply. The direct kernels read the input in place, from a channels-last copy of one image, and
-sum a tile of output positions by output channels in registers (measured on a 2-core Zen 5, AVX-512:
-420-460 GFLOP/s on 3x3 and 5x5 layers of 32-512 channels, where the GEMM path ran at 100-220).
-* forward: y = conv(x) (+ bias), threads over images (or over output-channel tiles for one image);
+multiply. The direct kernels read the input in place, from a channels-last copy of a group of
+images, and sum a tile of output positions by output channels in registers (isolated, on a 2-core
+Zen 5 with AVX-512: 420-460 GFLOP/s on 3x3 and 5x5 layers of 32-512 channels, where the GEMM path
+ran at 100-220 and torch's oneDNN at 380-460).
+* forward: y = conv(x) (+ bias), threads over images (or over output-channel tiles for fewer images
+  than threads);
 * data gradient, stride 1: a forward convolution of dy, padded by dilation (k - 1) - pad, with the
-  weights turned round and their in/out channels swapped (other strides: the caller's own path);
-* weight gradient: each thread sums its images into its own partial (a fixed order for a thread
-  count), added into dW at the end; db from the same slices.
+  weights turned round and their in/out channels swapped; taken where CpuConv would gather (the
+  padded dy is not much larger than dy); other strides: the GEMM path's scatter;
+* weight gradient: a tile of output channels (dy broadcast) by two vectors of a kernel row's run of
+  (column, channel) values, each thread summing its images into its own partial (a fixed order for
+  a thread count), added into dW at the end, and db from dy while it is packed.
+Where a pass loses to the GEMM path it is left to it, by rules measured in one process against it
+(bench-style A/B, 2 threads): 1 x 1 kernels (no columns to save); weight gradients whose runs fill
+under MIN_GRADIENT_FILL of their vector lanes (first layers: 3 channels x 7 columns fill 21 of 32)
+or whose weight outnumbers the batch's output values (ResNet's 7 x 7 x 512 at batch 8).
 The sums run in another order than the reference's (engine.layers.conv), so they agree to float32
 rounding, which the tests hold them to.
 
