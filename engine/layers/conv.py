@@ -31,6 +31,7 @@ from engine.blob import Blob, as_shape, shape_string
 from engine.fillers import get_filler
 from engine.layers import conv_cpu, facts
 from engine.layers.base import Layer, Shape
+from engine.layers.conv_shape import ConvShape
 from engine.layers.im2col import col2im_images, conv_output_shape, im2col_images, padded_shape
 from engine.layers.registry import register_layer
 
@@ -231,12 +232,12 @@ class BaseConvolutionLayer(Layer):
         if conv_cpu.applies(self.xp, self.num_spatial, conv_channels, self.group):
             conv_out_channels = self.channels if self.reverse_dimensions else self.num_output
             geometry = (self.kernel, self.stride, self.pad, self.dilation, self.conv_in, self.conv_out)
-            arguments = (conv_channels, conv_out_channels, self.group, *geometry)
+            arguments = ConvShape(conv_channels, conv_out_channels, self.group, *geometry)
             # Reshape runs before every forward: the same geometry keeps its CpuConv, and with it
             # the workspace of per-thread partial sums (a new one each step faulted in ~40 MB of
             # fresh pages a step on the ResNet-18-style net's 512-channel layers).
             old = getattr(self, "cpu", None)
-            cpu = old if old is not None and old.arguments == arguments else conv_cpu.CpuConv(*arguments)
+            cpu = old if old is not None and old.arguments == arguments else conv_cpu.CpuConv(arguments)
         self.cpu = cpu
 
     def output_shape(self, spatial: tuple[int, ...]) -> tuple[int, ...]:

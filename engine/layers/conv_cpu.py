@@ -38,6 +38,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from engine import backend, cpu_cache, parallel
 from engine.layers import conv_direct, conv_rows
+from engine.layers.conv_shape import ConvShape
 
 # Columns per block: big enough for BLAS's kernels, small enough to stay in a core's L2/L3 between
 # the copy that writes them and the GEMM that reads them: from this machine's caches (2 MiB unknown).
@@ -368,20 +369,10 @@ class CpuConv:
     """One convolution geometry on the CPU, in the convolution view (conv input -> conv output);
     ``conv_in``/``conv_out``: spatial sizes (the conv input's with any far padding)."""
 
-    def __init__(
-        self,
-        channels: int,
-        num_output: int,
-        group: int,
-        kernel: tuple[int, ...],
-        stride: tuple[int, ...],
-        pad: tuple[int, ...],
-        dilation: tuple[int, ...],
-        conv_in: tuple[int, ...],
-        conv_out: tuple[int, ...],
-    ) -> None:
+    def __init__(self, shape: ConvShape) -> None:
+        channels, num_output, group, kernel, stride, pad, dilation, conv_in, conv_out = shape
         self.c, self.o, self.g, self.pad, self.conv_in = channels, num_output, group, pad, conv_in
-        self.arguments = (channels, num_output, group, kernel, stride, pad, dilation, conv_in, conv_out)
+        self.arguments = shape
         self.workspace = backend.Workspace()
         self.windows = Geometry(kernel, stride, dilation, conv_out, group)
         # The stride-1 data gradient as a convolution of dY needs a padding of extent - 1 - pad >= 0.
@@ -399,9 +390,7 @@ class CpuConv:
         # float32 with the compiled kernels: the direct convolution (engine.layers.conv_direct) first
         self.direct = None
         if conv_direct.applies(group, kernel):
-            self.direct = conv_direct.DirectConv(
-                channels, num_output, kernel, stride, pad, dilation, conv_in, conv_out
-            )
+            self.direct = conv_direct.DirectConv(shape)
 
     def row_source(self, a: Any, pad: tuple[int, ...], geometry: Geometry, rows: int) -> conv_rows.RowShifted:
         """conv_rows' blocks of a (N, C, H, W), sized as im2col's for a weight of ``rows`` rows."""

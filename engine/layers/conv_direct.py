@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from engine import backend, parallel
+from engine.layers.conv_shape import ConvShape
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
 ABI = 4  # dc_abi() of the C file these calls are written for: a stale build is not used
@@ -112,18 +113,9 @@ def _contiguous(*arrays: Any) -> bool:
 class DirectConv:
     """One convolution geometry (the convolution view of engine.layers.conv), run by the kernels."""
 
-    def __init__(
-        self,
-        channels: int,
-        num_output: int,
-        kernel: tuple[int, ...],
-        stride: tuple[int, ...],
-        pad: tuple[int, ...],
-        dilation: tuple[int, ...],
-        conv_in: tuple[int, ...],
-        conv_out: tuple[int, ...],
-    ) -> None:
+    def __init__(self, shape: ConvShape) -> None:
         assert _lib is not None
+        channels, num_output, _, kernel, stride, pad, dilation, conv_in, conv_out = shape
         self.c, self.o, self.kernel = channels, num_output, kernel
         self.tile = int(_lib.dc_tile_channels())
         self.workspace = backend.Workspace()  # the per-thread partial weight gradients

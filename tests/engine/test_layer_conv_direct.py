@@ -14,6 +14,7 @@ import pytest
 
 from engine import parallel
 from engine.layers import conv_direct
+from engine.layers.conv_shape import ConvShape
 from engine.testing import blobs, make_layer, random_blob
 from tests.engine.test_layer_conv_cpu import GEOMETRIES, conv_text, passes
 
@@ -120,14 +121,14 @@ def test_grouped_convolutions_keep_the_gemm_path():
 
 
 def test_arrays_the_kernels_cannot_take_are_left_to_the_caller():
-    direct = conv_direct.DirectConv(4, 6, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), (5, 5))
+    direct = conv_direct.DirectConv(ConvShape(4, 6, 1, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), (5, 5)))
     w = np.ones((6, 4, 3, 3), np.float32)
     x = np.ones((2, 4, 5, 10), np.float32)[..., ::2]  # not contiguous
     y = np.zeros((2, 6, 5, 5), np.float32)
     assert not direct.forward(x, w, y) and not y.any()
     assert not direct.forward(np.ones((2, 4, 5, 5)), w, y)  # float64
     assert direct.forward(np.ascontiguousarray(x), w, y) and np.allclose(y[:, :, 2, 2], 36)
-    strided = conv_direct.DirectConv(4, 6, (3, 3), (2, 2), (1, 1), (1, 1), (5, 5), (3, 3))
+    strided = conv_direct.DirectConv(ConvShape(4, 6, 1, (3, 3), (2, 2), (1, 1), (1, 1), (5, 5), (3, 3)))
     assert not strided.data_gradient(np.ones((2, 6, 3, 3), np.float32), w, np.zeros((2, 4, 5, 5), np.float32))
 
 
