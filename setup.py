@@ -10,7 +10,7 @@ import sys
 
 from setuptools import Extension, setup
 
-flags = [] if sys.platform == "win32" else ["-O3", "-std=c11"]
+flags = [] if sys.platform == "win32" else ["-O3", "-std=c11", "-ffp-contract=fast"]
 setup(
     ext_modules=[
         Extension(

@@ -71,19 +71,58 @@ static void gradient_layout(const geometry *g, idx tile, idx *runs, idx *run, id
     *run_pad = (*run + tile - 1) / tile * tile;
 }
 
-/* x (C, H, W) -> out (H + 2 ph, W + 2 pw, C), zeros in the padding. */
-static void pack_image(const float *x, float *out, const geometry *g)
+typedef float v4 __attribute__((vector_size(16), aligned(4)));
+typedef int v4i __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define SHUFFLE(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define SHUFFLE(a, b, i, j, k, l) __builtin_shuffle(a, b, (v4i){i, j, k, l})
+#endif
+
+/* out[k * ldo + r] = a[r * lda + k] for r < rows, k < columns: 16 x 16 blocks, whose lines of both
+ * sides stay in L1, each moved as 4 x 4 transposes in registers (scalar at the edges). */
+static void transpose(const float *a, idx lda, float *out, idx ldo, idx rows, idx columns)
 {
-    const idx c_in = g->c;
-    memset(out, 0, (size_t)image_floats(g) * sizeof(float));
-    for (idx y = 0; y < g->h; y++) {
-        float *row = out + ((y + g->ph) * g->wp + g->pw) * c_in;
-        for (idx c = 0; c < c_in; c++) {
-            const float *src = x + (c * g->h + y) * g->w;
-            for (idx i = 0; i < g->w; i++)
-                row[i * c_in + c] = src[i];
+    for (idx r0 = 0; r0 < rows; r0 += 16) {
+        const idx r1 = rows - r0 < 16 ? rows : r0 + 16;
+        for (idx k0 = 0; k0 < columns; k0 += 16) {
+            const idx k1 = columns - k0 < 16 ? columns : k0 + 16;
+            idx r = r0;
+            for (; r + 4 <= r1; r += 4) {
+                idx k = k0;
+                for (; k + 4 <= k1; k += 4) {
+                    const v4 x0 = *(const v4 *)(a + r * lda + k), x1 = *(const v4 *)(a + (r + 1) * lda + k);
+                    const v4 x2 = *(const v4 *)(a + (r + 2) * lda + k), x3 = *(const v4 *)(a + (r + 3) * lda + k);
+                    const v4 t0 = SHUFFLE(x0, x1, 0, 4, 1, 5), t1 = SHUFFLE(x0, x1, 2, 6, 3, 7);
+                    const v4 t2 = SHUFFLE(x2, x3, 0, 4, 1, 5), t3 = SHUFFLE(x2, x3, 2, 6, 3, 7);
+                    *(v4 *)(out + k * ldo + r) = SHUFFLE(t0, t2, 0, 1, 4, 5);
+                    *(v4 *)(out + (k + 1) * ldo + r) = SHUFFLE(t0, t2, 2, 3, 6, 7);
+                    *(v4 *)(out + (k + 2) * ldo + r) = SHUFFLE(t1, t3, 0, 1, 4, 5);
+                    *(v4 *)(out + (k + 3) * ldo + r) = SHUFFLE(t1, t3, 2, 3, 6, 7);
+                }
+                for (; k < k1; k++)
+                    for (idx q = r; q < r + 4; q++)
+                        out[k * ldo + q] = a[q * lda + k];
+            }
+            for (; r < r1; r++)
+                for (idx k = k0; k < k1; k++)
+                    out[k * ldo + r] = a[r * lda + k];
         }
     }
+}
+
+/* x (C, H, W) -> out (H + 2 ph, W + 2 pw, C), zeros in the padding (each value written once). */
+static void pack_image(const float *x, float *out, const geometry *g)
+{
+    const idx c_in = g->c, row = g->wp * c_in, left = g->pw * c_in, right = (g->wp - g->pw - g->w) * c_in;
+    memset(out, 0, (size_t)(g->ph * row) * sizeof(float));
+    for (idx y = 0; y < g->h; y++) {
+        float *to = out + (y + g->ph) * row;
+        memset(to, 0, (size_t)left * sizeof(float));
+        transpose(x + y * g->w, g->h * g->w, to + left, c_in, c_in, g->w);
+        memset(to + left + g->w * c_in, 0, (size_t)right * sizeof(float));
+    }
+    memset(out + (g->ph + g->h) * row, 0, (size_t)(image_floats(g) - (g->ph + g->h) * row) * sizeof(float));
 }
 
 /* a (rows, columns) -> out (columns, width): transposed, zeros past `rows`; the sums of rows
@@ -91,16 +130,17 @@ static void pack_image(const float *x, float *out, const geometry *g)
 static void pack_rows(const float *a, float *out, idx rows, idx columns, idx width, float *sums, idx first,
                       idx stop)
 {
-    memset(out, 0, (size_t)(columns * width) * sizeof(float));
-    for (idx r = 0; r < rows; r++) {
-        float sum = 0.0f;
-        for (idx k = 0; k < columns; k++) {
-            out[k * width + r] = a[r * columns + k];
-            sum += a[r * columns + k];
-        }
-        if (sums && r >= first && r < stop)
+    for (idx k = 0; k < columns; k++)
+        for (idx r = rows; r < width; r++)
+            out[k * width + r] = 0.0f;
+    transpose(a, columns, out, width, rows, columns);
+    if (sums)
+        for (idx r = first; r < stop; r++) {
+            float sum = 0.0f;
+            for (idx k = 0; k < columns; k++)
+                sum += a[r * columns + k];
             sums[r] += sum;
-    }
+        }
 }
 
 /* The scratch pointer rounded up to a cache line (dc_scratch_floats leaves room for it). */
