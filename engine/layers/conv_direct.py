@@ -39,7 +39,7 @@ from engine import backend, parallel
 from engine.layers.conv_shape import ConvShape
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
-ABI = 4  # dc_abi() of the C file these calls are written for: a stale build is not used
+ABI = 5  # dc_abi() of the C file these calls are written for: a stale build is not used
 
 
 def _load() -> Any:
@@ -66,6 +66,10 @@ def _load() -> Any:
         "dc_weight_gradient": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
         "dc_add_weight_gradient": (None, [_P, _P, _P]),
         "dc_gradient_floats": (_I, [_P]),
+        "dc_lanes": (_I, []),
+        "dc_rows_apply": (ctypes.c_int, [_P]),
+        "dc_rows_scratch_floats": (_I, [_P]),
+        "dc_weight_gradient_rows": (None, [_P, _P, _P, _P, _P, _I, _P]),
     }
     for name, (result, arguments) in signatures.items():
         function = getattr(lib, name)
@@ -132,6 +136,8 @@ class DirectConv:
         # The stride-1 data gradient: dY (O channels, the output's size) padded by d (k - 1) - p,
         # convolved with the flipped weights into C channels of the input's size.
         flip_pad = tuple(d * (k - 1) - p for k, p, d in zip(kernel, pad, dilation))
+        # Those (stride 1 along the rows, kernels up to 5 wide) take vectors along the output rows.
+        self.by_rows = bool(_lib.dc_rows_apply(self.geometry.ctypes.data))
         self.flipped = None
         if all(s == 1 for s in stride) and min(flip_pad) >= 0:
             self.flipped = np.array(
@@ -199,8 +205,11 @@ class DirectConv:
         # added, cost as much as they save (5.9 against 5.9 ms; threads over output channels instead
         # each re-read 1 MB of packed images per tile: 10.1 against 7.4). 14 x 14 x 256 (1.5 weight
         # values per output value) gains: 4.5 against 5.8.
-        too_large = dw.size > MAX_WEIGHT_SHARE * dy.size
-        if self.gradient_fill < MIN_GRADIENT_FILL or too_large or not _contiguous(x, dy, dw):
+        if not _contiguous(x, dy, dw):
+            return False
+        if self.gradient_fill < MIN_GRADIENT_FILL:
+            return self.by_rows and self.weight_gradient_by_rows(x, dy, dw, db)
+        if dw.size > MAX_WEIGHT_SHARE * dy.size:
             return False
         n, g0 = x.shape[0], self.geometry.ctypes.data
         sums = int(_lib.dc_gradient_floats(g0))
@@ -234,6 +243,33 @@ class DirectConv:
         parallel.run(images, n, np)
         total, bias = parallel.ordered_sums(parts)
         _lib.dc_add_weight_gradient(total.ctypes.data, dw.ctypes.data, g0)
+        if db is not None:
+            db += bias
+        return True
+
+    def weight_gradient_by_rows(self, x: Any, dy: Any, dw: Any, db: Any) -> bool:
+        """The weight gradient of a first layer (few channels): vectors of sums along the output
+        rows, each thread its own, their lanes added into dW at the end."""
+        n, g0, lanes = x.shape[0], self.geometry.ctypes.data, int(_lib.dc_lanes())
+        floats = int(_lib.dc_rows_scratch_floats(g0))
+        x_step, dy_step = x[0].size * 4, dy[0].size * 4
+        parts: dict[int, tuple[Any, ...]] = {}
+
+        def images(start: int, stop: int) -> None:
+            scratch = backend.scratch("direct_conv", (floats,), np.float32)
+            sums = self.workspace.get(f"rows{start}", (dw.size * lanes,), np.float32, np)
+            bias = self.workspace.get(f"db{start}", (self.o,), np.float32, np)
+            sums[...] = 0
+            bias[...] = 0
+            x_start, dy_start = x.ctypes.data + start * x_step, dy.ctypes.data + start * dy_step
+            _lib.dc_weight_gradient_rows(
+                x_start, dy_start, sums.ctypes.data, bias.ctypes.data, g0, stop - start, scratch.ctypes.data
+            )
+            parts[start] = sums, bias
+
+        parallel.run(images, n, np)
+        sums, bias = parallel.ordered_sums(parts)
+        dw += sums.reshape(*dw.shape, lanes).sum(axis=-1)
         if db is not None:
             db += bias
         return True

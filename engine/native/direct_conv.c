@@ -143,6 +143,27 @@ static void pack_rows(const float *a, float *out, idx rows, idx columns, idx wid
         }
 }
 
+/* The weight gradient by rows (weight_gradient_rows): at most this many kernel columns. */
+enum { ROWS_KERNEL = 5 };
+
+/* The row width weight_gradient_rows packs x to: its vectors along a row may run past the last
+ * output column by up to a vector. */
+static idx row_width(const geometry *g, idx vl)
+{
+    const idx reach = (g->ow + vl - 1) / vl * vl + (g->kw - 1) * g->dw;
+    return g->wp > reach ? g->wp : reach;
+}
+
+/* x (C, H, W) -> out (C, H + 2 ph, width): zero-padded rows, channels kept apart. */
+static void pack_plain(const float *x, float *out, const geometry *g, idx width)
+{
+    memset(out, 0, (size_t)(g->c * g->hp * width) * sizeof(float));
+    for (idx c = 0; c < g->c; c++)
+        for (idx y = 0; y < g->h; y++)
+            memcpy(out + (c * g->hp + y + g->ph) * width + g->pw, x + (c * g->h + y) * g->w,
+                   (size_t)g->w * sizeof(float));
+}
+
 /* The scratch pointer rounded up to a cache line (dc_scratch_floats leaves room for it). */
 static float *aligned(float *scratch) { return (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63); }
 
@@ -185,18 +206,22 @@ typedef void (*forward_fn)(const float *, const float *, const float *, float *,
                            idx, float *);
 typedef void (*gradient_fn)(const float *, const float *, float *, float *, const geometry *, idx, idx, idx,
                             float *);
+typedef void (*rows_fn)(const float *, const float *, float *, float *, const geometry *, idx, float *);
 
 typedef struct {
     const char *name;
     idx tile; /* output channels per forward tile (2 vectors) */
     forward_fn forward;
     gradient_fn weight_gradient;
+    rows_fn weight_gradient_rows;
+    idx lanes; /* floats per vector */
 } kernel_set;
 
-static const kernel_set base_set = {"baseline", 8, base_forward, base_weight_gradient};
+static const kernel_set base_set = {"baseline", 8, base_forward, base_weight_gradient, base_weight_gradient_rows, 4};
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-static const kernel_set avx512_set = {"avx512", 32, avx512_forward, avx512_weight_gradient};
-static const kernel_set avx2_set = {"avx2", 16, avx2_forward, avx2_weight_gradient};
+static const kernel_set avx512_set = {"avx512", 32, avx512_forward, avx512_weight_gradient, avx512_weight_gradient_rows,
+                                        16};
+static const kernel_set avx2_set = {"avx2", 16, avx2_forward, avx2_weight_gradient, avx2_weight_gradient_rows, 8};
 #endif
 
 /* The kernel sets this CPU runs, best first (the baseline always). */
@@ -229,7 +254,7 @@ static const kernel_set *kernels(void)
 /* --- the C interface (engine.layers.conv_direct) -------------------------------------------- */
 
 /* The interface's version: engine.layers.conv_direct.ABI, raised with any change to these functions. */
-idx dc_abi(void) { return 4; }
+idx dc_abi(void) { return 5; }
 
 const char *dc_kernel_name(void) { return kernels()->name; }
 
@@ -326,6 +351,33 @@ idx dc_gradient_floats(const idx *geometry_values)
     idx runs, run, run_pad;
     gradient_layout(&g, kernels()->tile, &runs, &run, &run_pad);
     return g.o * g.kh * runs * run_pad;
+}
+
+/* Floats per vector of the kernel set in use (weight_gradient_rows' sums hold one vector a weight). */
+idx dc_lanes(void) { return kernels()->lanes; }
+
+/* Whether dc_weight_gradient_rows takes this geometry: stride 1 along the rows, kw <= ROWS_KERNEL. */
+int dc_rows_apply(const idx *geometry_values)
+{
+    const geometry g = read_geometry(geometry_values);
+    return g.sw == 1 && g.kw <= ROWS_KERNEL;
+}
+
+/* Floats of scratch one thread needs for dc_weight_gradient_rows. */
+idx dc_rows_scratch_floats(const idx *geometry_values)
+{
+    const geometry g = read_geometry(geometry_values);
+    const idx vl = kernels()->lanes, owp = (g.ow + vl - 1) / vl * vl;
+    return g.c * g.hp * row_width(&g, vl) + SLACK + g.o * g.oh * owp + 16;
+}
+
+/* sums [O][C][kh][kw][lanes] += the weight gradient of images x and dy, lane by lane (the caller adds
+ * each vector's lanes into dW), and db (O, when given) += dy's sums. */
+void dc_weight_gradient_rows(const float *x, const float *dy, float *sums, float *db, const idx *geometry_values,
+                             idx images, float *scratch)
+{
+    const geometry g = read_geometry(geometry_values);
+    kernels()->weight_gradient_rows(x, dy, sums, db, &g, images, aligned(scratch));
 }
 
 /* An importable module, so that setuptools builds this file and Python finds it; its functions are

@@ -130,5 +130,68 @@ TARGET static void NAME(weight_gradient)(const float *x, const float *dy, float 
     }
 }
 
+/* The weight gradient of a layer with few input channels and stride 1 along the rows (first layers:
+ * a run of kw C values would fill few of a tile's lanes): vectors along the output row instead.
+ * sums [O][C][kh][kw][VL] += per lane, dy's values times x's, for the images' positions; the caller
+ * adds each vector's lanes. x is packed plain (C, rows, row width) with zero padding, dy with its
+ * rows zero-padded to whole vectors; RB output channels by kw kernel columns of vectors per tile. */
+#define RB (PB / 3)
+TARGET static void NAME(weight_gradient_rows)(const float *x, const float *dy, float *sums, float *db,
+                                              const geometry *g, idx images, float *scratch)
+{
+    const idx owp = (g->ow + VL - 1) / VL * VL, width = row_width(g, VL), rows = g->hp;
+    float *xp = scratch, *dyp = scratch + g->c * rows * width + SLACK;
+    for (idx n = 0; n < images; n++) {
+        pack_plain(x + n * g->c * g->h * g->w, xp, g, width);
+        const float *dyn = dy + n * g->o * g->oh * g->ow;
+        for (idx r = 0; r < g->o * g->oh; r++) {
+            memcpy(dyp + r * owp, dyn + r * g->ow, (size_t)g->ow * sizeof(float));
+            for (idx k = g->ow; k < owp; k++)
+                dyp[r * owp + k] = 0.0f;
+        }
+        if (db)
+            for (idx o = 0; o < g->o; o++) {
+                float sum = 0.0f;
+                for (idx k = 0; k < g->oh * g->ow; k++)
+                    sum += dyn[o * g->oh * g->ow + k];
+                db[o] += sum;
+            }
+        for (idx o0 = 0; o0 < g->o; o0 += RB)
+            for (idx c = 0; c < g->c; c++)
+                for (idx i = 0; i < g->kh; i++) {
+                    VEC acc[RB][ROWS_KERNEL];
+                    for (int b = 0; b < RB; b++)
+                        for (int j = 0; j < ROWS_KERNEL; j++)
+                            acc[b][j] = (VEC){0};
+                    for (idx oy = 0; oy < g->oh; oy++) {
+                        const float *xr = xp + (c * rows + oy * g->sh + i * g->dh) * width;
+                        const float *dr[RB];
+                        for (int b = 0; b < RB; b++)
+                            dr[b] = dyp + ((o0 + b < g->o ? o0 + b : o0) * g->oh + oy) * owp;
+                        for (idx ox = 0; ox < owp; ox += VL) {
+                            VEC d[RB];
+                            for (int b = 0; b < RB; b++)
+                                d[b] = *(const VEC *)(dr[b] + ox);
+#pragma GCC unroll 8
+                            for (int j = 0; j < ROWS_KERNEL; j++) {
+                                if (j < g->kw) {
+                                    const VEC v = *(const VEC *)(xr + ox + j * g->dw);
+#pragma GCC unroll 8
+                                    for (int b = 0; b < RB; b++)
+                                        acc[b][j] += d[b] * v;
+                                }
+                            }
+                        }
+                    }
+                    for (idx b = 0; b < RB && o0 + b < g->o; b++)
+                        for (idx j = 0; j < g->kw; j++) {
+                            VEC *sum = (VEC *)(sums + ((((o0 + b) * g->c + c) * g->kh + i) * g->kw + j) * VL);
+                            *sum += acc[b][j];
+                        }
+                }
+    }
+}
+#undef RB
+
 #undef VEC
 #undef OT

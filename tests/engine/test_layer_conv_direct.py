@@ -58,10 +58,12 @@ def within_float32(fast: list[np.ndarray], reference: list[np.ndarray]) -> None:
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5 * np.abs(b).max(), err_msg=what)
 
 
-@pytest.fixture
-def every_weight_gradient(monkeypatch):
-    """The weight gradient direct for any geometry (not only where it is faster)."""
-    monkeypatch.setattr(conv_direct, "MIN_GRADIENT_FILL", 0.0)
+@pytest.fixture(params=["tiles", "rows"])
+def every_weight_gradient(request, monkeypatch):
+    """The weight gradient direct for any geometry (not only where it is faster): by tiles of
+    output channels x runs of (column, channel), or by vectors along the output rows (where the
+    stride along the rows is 1 and the kernel at most 5 wide; elsewhere the GEMM path)."""
+    monkeypatch.setattr(conv_direct, "MIN_GRADIENT_FILL", 0.0 if request.param == "tiles" else 2.0)
     monkeypatch.setattr(conv_direct, "MAX_WEIGHT_SHARE", float("inf"))
 
 
@@ -74,7 +76,7 @@ def test_direct_path_equals_reference(kernel_set, threads, every_weight_gradient
 
 def counted(monkeypatch) -> dict[str, int]:
     """Counts of the DirectConv calls that ran (returned True)."""
-    counts = {"forward": 0, "data_gradient": 0, "weight_gradient": 0}
+    counts = {"forward": 0, "data_gradient": 0, "weight_gradient": 0, "weight_gradient_by_rows": 0}
     for name in counts:
         original = getattr(conv_direct.DirectConv, name)
 
@@ -97,14 +99,18 @@ def test_float32_layers_take_the_direct_path(monkeypatch):
     """A float32 convolution runs all three passes direct (stride 1, runs of 3 x 32 channels that fill
     whole tiles, a weight no larger than the output); the rest takes the GEMM path."""
     same = {"num_output": 8, "kernel_size": 3, "pad": 1}
-    all_three = {"forward": 1, "data_gradient": 1, "weight_gradient": 1}
+    all_three = {"forward": 1, "data_gradient": 1, "weight_gradient": 1, "weight_gradient_by_rows": 0}
     assert direct_passes(monkeypatch, same, (2, 32, 12, 12)) == all_three
     strided = {"num_output": 8, "kernel_size": 3, "stride": 2, "pad": 1}
     assert direct_passes(monkeypatch, strided, (8, 32, 12, 12))["data_gradient"] == 0
-    # a first layer's 3 channels x 5 columns fill 15 of a tile's lanes: the GEMM path's weight gradient
-    assert direct_passes(monkeypatch, same | {"kernel_size": 5}, (2, 3, 12, 12))["weight_gradient"] == 0
+    # a first layer's 3 channels x 5 columns fill 15 of a tile's lanes: vectors along the rows instead;
+    # with stride 2 along the rows, or a kernel 7 wide, neither: the GEMM path's weight gradient
+    first = direct_passes(monkeypatch, same | {"kernel_size": 5}, (2, 3, 12, 12))
+    assert first["weight_gradient"] == 1 and first["weight_gradient_by_rows"] == 1
+    for fields in (same | {"kernel_size": 5, "stride": 2}, same | {"kernel_size": 7}):
+        assert direct_passes(monkeypatch, fields, (2, 3, 12, 12))["weight_gradient"] == 0
     # a weight larger than the batch's output (ResNet's 7 x 7 x 512): the GEMM path's weight gradient
-    assert direct_passes(monkeypatch, same, (1, 32, 4, 4)) == all_three | {"weight_gradient": 0}
+    assert direct_passes(monkeypatch, same, (1, 32, 1, 1)) == all_three | {"weight_gradient": 0}
     # LeNet's conv2 (12 x 12 from 8 x 8): the data gradient scatters, as the GEMM path decides
     assert (
         direct_passes(monkeypatch, {"num_output": 50, "kernel_size": 5}, (4, 20, 12, 12))["data_gradient"]
