@@ -111,8 +111,16 @@ def _address(a: Any) -> int | None:
     return None if a is None else int(a.ctypes.data)
 
 
-def _contiguous(*arrays: Any) -> bool:
-    return all(a.flags.c_contiguous and a.dtype == np.float32 for a in arrays)
+def _takes(arrays: dict[tuple[int, ...], Any]) -> bool:
+    """Whether the kernels can take these arrays as they are: each C-contiguous float32 with the
+    shape it is keyed by (-1: any batch). The kernels index memory by the geometry alone, so an
+    array of another shape is refused here rather than read out of bounds."""
+    for shape, a in arrays.items():
+        if not (a.flags.c_contiguous and a.dtype == np.float32 and a.ndim == len(shape)):
+            return False
+        if any(want not in (-1, have) for want, have in zip(shape, a.shape)):
+            return False
+    return True
 
 
 class DirectConv:
@@ -122,6 +130,7 @@ class DirectConv:
         assert _lib is not None
         channels, num_output, _, kernel, stride, pad, dilation, conv_in, conv_out = shape
         self.c, self.o, self.kernel = channels, num_output, kernel
+        self.conv_in, self.conv_out = conv_in, conv_out
         self.tile = int(_lib.dc_tile_channels())
         self.workspace = backend.Workspace()  # the per-thread partial weight gradients
         # The weight gradient sums its tiles over the positions, and how its kernel rows' runs of
@@ -184,7 +193,8 @@ class DirectConv:
     def forward(self, x: Any, w: Any, y: Any, bias: Any = None) -> bool:
         """y (N, O, OH, OW) = conv(x (N, C, H, W)) (+ bias); False (nothing done) for arrays the
         kernels cannot take in place (not contiguous float32)."""
-        if not _contiguous(x, y):
+        n = x.shape[0]
+        if not _takes({(-1, self.c, *self.conv_in): x, (n, self.o, *self.conv_out): y}):
             return False
         self.convolve(x, self.packed_weights(w, self.o, self.c, False), y, bias, self.geometry, self.o)
         return True
@@ -192,7 +202,10 @@ class DirectConv:
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> bool:
         """dx (N, C, H, W) = the data gradient of dy (N, O, OH, OW), with stride 1; False where the
         kernels do not run it (another stride, or arrays they cannot take)."""
-        if self.flipped is None or not _contiguous(dy, dx):
+        n = dy.shape[0]
+        if self.flipped is None or not _takes(
+            {(-1, self.o, *self.conv_out): dy, (n, self.c, *self.conv_in): dx}
+        ):
             return False
         self.convolve(dy, self.packed_weights(w, self.c, self.o, True), dx, None, self.flipped, self.c)
         return True
@@ -205,7 +218,13 @@ class DirectConv:
         # added, cost as much as they save (5.9 against 5.9 ms; threads over output channels instead
         # each re-read 1 MB of packed images per tile: 10.1 against 7.4). 14 x 14 x 256 (1.5 weight
         # values per output value) gains: 4.5 against 5.8.
-        if not _contiguous(x, dy, dw):
+        n = x.shape[0]
+        shapes = {
+            (-1, self.c, *self.conv_in): x,
+            (n, self.o, *self.conv_out): dy,
+            (self.o, self.c, *self.kernel): dw,
+        }
+        if not _takes(shapes):
             return False
         if self.gradient_fill < MIN_GRADIENT_FILL:
             return self.by_rows and self.weight_gradient_by_rows(x, dy, dw, db)

@@ -127,6 +127,8 @@ def test_grouped_convolutions_keep_the_gemm_path():
 
 
 def test_arrays_the_kernels_cannot_take_are_left_to_the_caller():
+    """Not contiguous, not float32, or not the geometry's shapes: refused, nothing written (the
+    kernels index memory by the geometry alone)."""
     direct = conv_direct.DirectConv(ConvShape(4, 6, 1, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), (5, 5)))
     w = np.ones((6, 4, 3, 3), np.float32)
     x = np.ones((2, 4, 5, 10), np.float32)[..., ::2]  # not contiguous
@@ -134,6 +136,14 @@ def test_arrays_the_kernels_cannot_take_are_left_to_the_caller():
     assert not direct.forward(x, w, y) and not y.any()
     assert not direct.forward(np.ones((2, 4, 5, 5)), w, y)  # float64
     assert direct.forward(np.ascontiguousarray(x), w, y) and np.allclose(y[:, :, 2, 2], 36)
+    assert not direct.forward(np.ones((2, 4, 5, 6), np.float32), w, y)  # another input size
+    assert not direct.forward(np.ones((2, 4, 5, 5), np.float32), w, np.zeros((3, 6, 5, 5), np.float32))
+    dx = np.zeros((2, 4, 5, 5), np.float32)
+    assert not direct.data_gradient(np.ones((2, 6, 4, 5), np.float32), w, dx) and not dx.any()
+    dw = np.zeros((6, 4, 3, 3), np.float32)
+    assert not direct.weight_gradient(
+        np.ones((2, 4, 5, 5), np.float32), np.ones((2, 6, 5, 5), np.float32), dw[:3]
+    )
     strided = conv_direct.DirectConv(ConvShape(4, 6, 1, (3, 3), (2, 2), (1, 1), (1, 1), (5, 5), (3, 3)))
     assert not strided.data_gradient(np.ones((2, 6, 3, 3), np.float32), w, np.zeros((2, 4, 5, 5), np.float32))
 
