@@ -111,6 +111,20 @@ static void transpose(const float *a, idx lda, float *out, idx ldo, idx rows, id
     }
 }
 
+/* The kernel rows [i0, i1) that read the image (not only its zero padding) for some output row in
+ * [top, bottom]: the rest add nothing (the stride-1 data gradient of LeNet's conv2 pads dy by 4 on
+ * each side of 8 rows, so a third of its kernel rows read only zeros). */
+static void kernel_rows(const geometry *g, idx top, idx bottom, idx *i0, idx *i1)
+{
+    idx lo = 0, hi = g->kh;
+    while (lo < hi && bottom * g->sh + lo * g->dh < g->ph)
+        lo++;
+    while (hi > lo && top * g->sh + (hi - 1) * g->dh >= g->ph + g->h)
+        hi--;
+    *i0 = lo;
+    *i1 = hi;
+}
+
 /* x (C, H, W) -> out (H + 2 ph, W + 2 pw, C), zeros in the padding (each value written once). */
 static void pack_image(const float *x, float *out, const geometry *g)
 {

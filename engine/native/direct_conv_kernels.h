@@ -7,10 +7,10 @@ typedef float NAME(vec) __attribute__((vector_size(VL * 4), aligned(4)));
 #define OT (2 * VL) /* output channels per tile */
 
 /* Forward: the sums of one tile, PB output positions (offsets `base` into the packed images) by OT
- * output channels; w is the tile's packed weight [kh][kw C][OT] (a run of kw C values per kernel row
- * where the columns are not dilated, else [kh][kw][C]). */
+ * output channels, over kernel rows [i0, i1); w is the tile's packed weight [kh][kw C][OT] (a run of
+ * kw C values per kernel row where the columns are not dilated, else [kh][kw][C]). */
 TARGET static inline void NAME(forward_tile)(const float *x, const idx *base, const float *w,
-                                             const geometry *g, VEC acc[PB][2])
+                                             const geometry *g, idx i0, idx i1, VEC acc[PB][2])
 {
     const idx runs = g->dw == 1 ? 1 : g->kw, length = g->dw == 1 ? g->kw * g->c : g->c;
     const idx step_i = g->dh * g->wp * g->c, step_j = g->dw * g->c;
@@ -20,7 +20,7 @@ TARGET static inline void NAME(forward_tile)(const float *x, const idx *base, co
         acc[b][1] = (VEC){0};
         ptr[b] = x + base[b];
     }
-    for (idx i = 0; i < g->kh; i++) {
+    for (idx i = i0; i < i1; i++) {
         for (idx j = 0; j < runs; j++) {
             const idx offset = i * step_i + j * step_j;
             const float *wk = w + (i * runs + j) * length * OT;
@@ -54,14 +54,18 @@ TARGET static void NAME(forward)(const float *x, const float *w, const float *bi
             const idx o0 = t * OT, o_count = g->o - o0 < OT ? g->o - o0 : OT;
             for (idx p0 = 0; p0 < total; p0 += PB) {
                 const idx valid = total - p0 < PB ? total - p0 : PB;
-                idx base[PB], out[PB];
+                idx base[PB], out[PB], top = g->oh, bottom = 0;
                 for (int b = 0; b < PB; b++) {
                     const idx p = p0 + (b < valid ? b : valid - 1), n = p / positions, q = p % positions;
                     base[b] = n * image + position_offset(g, q);
                     out[b] = ((n0 + n) * g->o + o0) * positions + q;
+                    top = q / g->ow < top ? q / g->ow : top;
+                    bottom = q / g->ow > bottom ? q / g->ow : bottom;
                 }
+                idx i0, i1;
+                kernel_rows(g, top, bottom, &i0, &i1);
                 VEC acc[PB][2];
-                NAME(forward_tile)(scratch, base, wt, g, acc);
+                NAME(forward_tile)(scratch, base, wt, g, i0, i1, acc);
                 for (idx k = 0; k < o_count; k++) {
                     const float add = bias ? bias[o0 + k] : 0.0f;
                     for (idx b = 0; b < valid; b++)
