@@ -389,7 +389,7 @@ class CpuConv:
         )
         # float32 with the compiled kernels: the direct convolution (engine.layers.conv_direct) first
         self.direct = None
-        if conv_direct.applies(group, kernel):
+        if conv_direct.applies(group, num_output, kernel):
             self.direct = conv_direct.DirectConv(shape)
 
     def row_source(self, a: Any, pad: tuple[int, ...], geometry: Geometry, rows: int) -> conv_rows.RowShifted:

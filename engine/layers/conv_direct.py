@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import math
 import os
 from typing import Any
 
@@ -39,7 +40,7 @@ from engine import backend, parallel
 from engine.layers.conv_shape import ConvShape
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
-ABI = 5  # dc_abi() of the C file these calls are written for: a stale build is not used
+ABI = 6  # dc_abi() of the C file these calls are written for: a stale build is not used
 
 
 def _load() -> Any:
@@ -84,6 +85,7 @@ _lib = _load()
 # where the weight has at most this many values per value of the batch's output (DirectConv).
 MIN_GRADIENT_FILL = 0.75
 MAX_WEIGHT_SHARE = 4.0
+MIN_GROUP_OUTPUTS = 16  # grouped convolutions run direct with at least this many outputs a group
 
 
 def available() -> bool:
@@ -100,11 +102,13 @@ def select(name: str) -> bool:
     return _lib is not None and bool(_lib.dc_select(name.encode()))
 
 
-def applies(group: int, kernel: tuple[int, ...]) -> bool:
-    """Whether the direct kernels run a 2-D convolution of this group count and kernel (in float32:
-    the calls say False for other arrays). A 1 x 1 kernel stays with the GEMM path, which needs no
-    columns for it (ResNet-18's 1 x 1 projections: 3.5 against 1.3 ms a backward, direct)."""
-    return _lib is not None and group == 1 and kernel != (1, 1)
+def applies(group: int, num_output: int, kernel: tuple[int, ...]) -> bool:
+    """Whether the direct kernels run a 2-D convolution of this group count, output count and kernel
+    (in float32: the calls say False for other arrays). A 1 x 1 kernel stays with the GEMM path,
+    which needs no columns for it (ResNet-18's 1 x 1 projections: 3.5 against 1.3 ms a backward,
+    direct); so do groups of fewer than MIN_GROUP_OUTPUTS outputs, which fill few lanes of a tile."""
+    grouped_ok = group == 1 or num_output // group >= MIN_GROUP_OUTPUTS
+    return _lib is not None and grouped_ok and kernel != (1, 1)
 
 
 def _address(a: Any) -> int | None:
@@ -124,23 +128,29 @@ def _takes(arrays: dict[tuple[int, ...], Any]) -> bool:
 
 
 class DirectConv:
-    """One convolution geometry (the convolution view of engine.layers.conv), run by the kernels."""
+    """One convolution geometry (the convolution view of engine.layers.conv), run by the kernels.
+    Groups run one after another, each a convolution of its slice of every image's channels."""
 
     def __init__(self, shape: ConvShape) -> None:
         assert _lib is not None
-        channels, num_output, _, kernel, stride, pad, dilation, conv_in, conv_out = shape
-        self.c, self.o, self.kernel = channels, num_output, kernel
+        channels, num_output, group, kernel, stride, pad, dilation, conv_in, conv_out = shape
+        self.c, self.o, self.g, self.kernel = channels, num_output, group, kernel
+        self.cg, self.og = channels // group, num_output // group
         self.conv_in, self.conv_out = conv_in, conv_out
+        self.in_values, self.out_values = channels * math.prod(conv_in), num_output * math.prod(conv_out)
         self.tile = int(_lib.dc_tile_channels())
         self.workspace = backend.Workspace()  # the per-thread partial weight gradients
         # The weight gradient sums its tiles over the positions, and how its kernel rows' runs of
         # (kernel column, channel) fill their vector tiles decides whether it pays: a first layer's
         # (3 channels x 7 columns: 21 of 32 lanes) does not gain on the GEMM path (ResNet's conv1: 10.3
         # against 10.1 ms; CIFAR-10's conv1 level).
-        run = kernel[1] * channels if dilation[1] == 1 else channels
+        run = kernel[1] * self.cg if dilation[1] == 1 else self.cg
         self.gradient_fill = run / (-(-run // self.tile) * self.tile)
+        # A group's geometry; images a whole image apart (the input's and the output's values).
         self.geometry = np.array(
-            [channels, *conv_in, num_output, *kernel, *stride, *pad, *dilation, *conv_out], np.int64
+            [self.cg, *conv_in, self.og, *kernel, *stride, *pad, *dilation, *conv_out]
+            + [self.in_values, self.out_values],
+            np.int64,
         )
         # The stride-1 data gradient: dY (O channels, the output's size) padded by d (k - 1) - p,
         # convolved with the flipped weights into C channels of the input's size.
@@ -150,31 +160,39 @@ class DirectConv:
         self.flipped = None
         if all(s == 1 for s in stride) and min(flip_pad) >= 0:
             self.flipped = np.array(
-                [num_output, *conv_out, channels, *kernel, 1, 1, *flip_pad, *dilation, *conv_in], np.int64
+                [self.og, *conv_out, self.cg, *kernel, 1, 1, *flip_pad, *dilation, *conv_in]
+                + [self.out_values, self.in_values],
+                np.int64,
             )
 
+    def group_weights(self, w: Any, k: int) -> Any:
+        """Group k's weights (O/G, C/G, kh, kw), contiguous float32."""
+        return np.ascontiguousarray(w.reshape(self.g, self.og, self.cg, *self.kernel)[k], np.float32)
+
     def packed_weights(self, w: Any, outputs: int, inputs: int, flip: bool) -> Any:
+        """One group's weights w (O/G, C/G, kh, kw) packed for the kernels (flipped: the data
+        gradient's, C/G outputs from O/G inputs)."""
         tiles = -(-outputs // self.tile)
         size = tiles * self.kernel[0] * self.kernel[1] * inputs * self.tile
         packed = backend.scratch("direct_conv_weights", (size,), np.float32)
-        weights = np.ascontiguousarray(w, np.float32)
-        w0, p0 = weights.ctypes.data, packed.ctypes.data
+        w0, p0 = w.ctypes.data, packed.ctypes.data
 
         def pack(start: int, stop: int) -> None:
-            _lib.dc_pack_weights(w0, p0, self.o, self.c, *self.kernel, int(flip), start, stop)
+            _lib.dc_pack_weights(w0, p0, self.og, self.cg, *self.kernel, int(flip), start, stop)
 
         # a transposing copy, bound by cache misses: 512 x 512 x 3 x 3 took 1.9 ms on one thread
         parallel.run(pack, tiles, np, parallel.grain(size // tiles))
         return packed
 
-    def convolve(self, x: Any, packed: Any, y: Any, bias: Any, geometry: Any, outputs: int) -> None:
-        """y = conv(x) (+ bias) over the batch, a slice of images (or of output-channel tiles) a thread."""
-        n, tiles = x.shape[0], -(-outputs // self.tile)
+    def convolve(
+        self, x0: int, packed: Any, y0: int, b0: int | None, n: int, geometry: Any, outputs: int
+    ) -> None:
+        """y = conv(x) (+ bias) for one group, at those addresses: a slice of images (or of
+        output-channel tiles) a thread."""
+        tiles = -(-outputs // self.tile)
         floats = int(_lib.dc_scratch_floats(geometry.ctypes.data, 0))
-        bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
-        x_step, y_step = x[0].size * 4, y[0].size * 4
-        x0, y0, w0, g0 = x.ctypes.data, y.ctypes.data, packed.ctypes.data, geometry.ctypes.data
-        b0 = _address(bias)
+        x_step, y_step = int(geometry[14]) * 4, int(geometry[15]) * 4
+        w0, g0 = packed.ctypes.data, geometry.ctypes.data
 
         def images(start: int, stop: int) -> None:
             scratch = backend.scratch("direct_conv", (floats,), np.float32)
@@ -196,7 +214,13 @@ class DirectConv:
         n = x.shape[0]
         if not _takes({(-1, self.c, *self.conv_in): x, (n, self.o, *self.conv_out): y}):
             return False
-        self.convolve(x, self.packed_weights(w, self.o, self.c, False), y, bias, self.geometry, self.o)
+        bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
+        for k in range(self.g):
+            packed = self.packed_weights(self.group_weights(w, k), self.og, self.cg, False)
+            x0 = x.ctypes.data + k * self.cg * math.prod(self.conv_in) * 4
+            y0 = y.ctypes.data + k * self.og * math.prod(self.conv_out) * 4
+            b0 = None if bias is None else bias.ctypes.data + k * self.og * 4
+            self.convolve(x0, packed, y0, b0, n, self.geometry, self.og)
         return True
 
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> bool:
@@ -207,11 +231,15 @@ class DirectConv:
             {(-1, self.o, *self.conv_out): dy, (n, self.c, *self.conv_in): dx}
         ):
             return False
-        self.convolve(dy, self.packed_weights(w, self.c, self.o, True), dx, None, self.flipped, self.c)
+        for k in range(self.g):
+            packed = self.packed_weights(self.group_weights(w, k), self.cg, self.og, True)
+            dy0 = dy.ctypes.data + k * self.og * math.prod(self.conv_out) * 4
+            dx0 = dx.ctypes.data + k * self.cg * math.prod(self.conv_in) * 4
+            self.convolve(dy0, packed, dx0, None, n, self.flipped, self.cg)
         return True
 
     def weight_gradient(self, x: Any, dy: Any, dw: Any, db: Any = None) -> bool:
-        """dw (O, C, kh, kw) += the sum over images of x's windows times dy (and db += dy's sum over
+        """dw (O, C/G, kh, kw) += the sum over images of x's windows times dy (and db += dy's sum over
         images and positions); False for arrays the kernels cannot take."""
         # A weight much larger than the batch's outputs (ResNet's 7 x 7 x 512 at batch 8: 2.4M against
         # 200k values) stays with the GEMM path: each thread's sums of the whole weight, cleared and
@@ -222,7 +250,7 @@ class DirectConv:
         shapes = {
             (-1, self.c, *self.conv_in): x,
             (n, self.o, *self.conv_out): dy,
-            (self.o, self.c, *self.kernel): dw,
+            (self.o, self.cg, *self.kernel): dw,
         }
         if not _takes(shapes):
             return False
@@ -230,65 +258,78 @@ class DirectConv:
             return self.by_rows and self.weight_gradient_by_rows(x, dy, dw, db)
         if dw.size > MAX_WEIGHT_SHARE * dy.size:
             return False
-        n, g0 = x.shape[0], self.geometry.ctypes.data
+        g0 = self.geometry.ctypes.data
         sums = int(_lib.dc_gradient_floats(g0))
         floats = int(_lib.dc_scratch_floats(g0, 1))
-        workspace = self.workspace
-        x0, dy0 = x.ctypes.data, dy.ctypes.data
-        x_step, dy_step = x[0].size * 4, dy[0].size * 4
-        parts: dict[int, tuple[Any, ...]] = {}
+        for k in range(self.g):
+            x0, dy0 = self.group_inputs(x, dy, k)
+            parts: dict[int, tuple[Any, ...]] = {}
 
-        def images(start: int, stop: int) -> None:
-            scratch = backend.scratch("direct_conv", (floats,), np.float32)
-            partial = workspace.get(f"dw{start}", (sums,), np.float32, np)
-            part_bias = workspace.get(f"db{start}", (self.o,), np.float32, np)
-            partial[...] = 0
-            part_bias[...] = 0
-            x_start, dy_start = x0 + start * x_step, dy0 + start * dy_step
-            partial_address, bias_address = partial.ctypes.data, part_bias.ctypes.data
-            _lib.dc_weight_gradient(
-                x_start,
-                dy_start,
-                partial_address,
-                bias_address,
-                g0,
-                stop - start,
-                0,
-                self.o,
-                scratch.ctypes.data,
-            )
-            parts[start] = partial, part_bias
+            def images(start: int, stop: int, x0: int = x0, dy0: int = dy0, parts: dict = parts) -> None:
+                scratch = backend.scratch("direct_conv", (floats,), np.float32)
+                partial = self.workspace.get(f"dw{start}", (sums,), np.float32, np)
+                part_bias = self.workspace.get(f"db{start}", (self.og,), np.float32, np)
+                partial[...] = 0
+                part_bias[...] = 0
+                x_start, dy_start = x0 + start * self.in_values * 4, dy0 + start * self.out_values * 4
+                _lib.dc_weight_gradient(
+                    x_start,
+                    dy_start,
+                    partial.ctypes.data,
+                    part_bias.ctypes.data,
+                    g0,
+                    stop - start,
+                    0,
+                    self.og,
+                    scratch.ctypes.data,
+                )
+                parts[start] = partial, part_bias
 
-        parallel.run(images, n, np)
-        total, bias = parallel.ordered_sums(parts)
-        _lib.dc_add_weight_gradient(total.ctypes.data, dw.ctypes.data, g0)
-        if db is not None:
-            db += bias
+            parallel.run(images, n, np)
+            total, bias = parallel.ordered_sums(parts)
+            _lib.dc_add_weight_gradient(total.ctypes.data, dw[k * self.og :].ctypes.data, g0)
+            if db is not None:
+                db[k * self.og : (k + 1) * self.og] += bias
         return True
+
+    def group_inputs(self, x: Any, dy: Any, k: int) -> tuple[int, int]:
+        """The addresses of group k's channels in the first image of x and of dy."""
+        x0 = x.ctypes.data + k * self.cg * math.prod(self.conv_in) * 4
+        dy0 = dy.ctypes.data + k * self.og * math.prod(self.conv_out) * 4
+        return x0, dy0
 
     def weight_gradient_by_rows(self, x: Any, dy: Any, dw: Any, db: Any) -> bool:
         """The weight gradient of a first layer (few channels): vectors of sums along the output
         rows, each thread its own, their lanes added into dW at the end."""
         n, g0, lanes = x.shape[0], self.geometry.ctypes.data, int(_lib.dc_lanes())
         floats = int(_lib.dc_rows_scratch_floats(g0))
-        x_step, dy_step = x[0].size * 4, dy[0].size * 4
-        parts: dict[int, tuple[Any, ...]] = {}
+        group_size = dw.size // self.g
+        for k in range(self.g):
+            x0, dy0 = self.group_inputs(x, dy, k)
+            parts: dict[int, tuple[Any, ...]] = {}
 
-        def images(start: int, stop: int) -> None:
-            scratch = backend.scratch("direct_conv", (floats,), np.float32)
-            sums = self.workspace.get(f"rows{start}", (dw.size * lanes,), np.float32, np)
-            bias = self.workspace.get(f"db{start}", (self.o,), np.float32, np)
-            sums[...] = 0
-            bias[...] = 0
-            x_start, dy_start = x.ctypes.data + start * x_step, dy.ctypes.data + start * dy_step
-            _lib.dc_weight_gradient_rows(
-                x_start, dy_start, sums.ctypes.data, bias.ctypes.data, g0, stop - start, scratch.ctypes.data
-            )
-            parts[start] = sums, bias
+            def images(start: int, stop: int, x0: int = x0, dy0: int = dy0, parts: dict = parts) -> None:
+                scratch = backend.scratch("direct_conv", (floats,), np.float32)
+                sums = self.workspace.get(f"rows{start}", (group_size * lanes,), np.float32, np)
+                bias = self.workspace.get(f"db{start}", (self.og,), np.float32, np)
+                sums[...] = 0
+                bias[...] = 0
+                x_start, dy_start = x0 + start * self.in_values * 4, dy0 + start * self.out_values * 4
+                _lib.dc_weight_gradient_rows(
+                    x_start,
+                    dy_start,
+                    sums.ctypes.data,
+                    bias.ctypes.data,
+                    g0,
+                    stop - start,
+                    scratch.ctypes.data,
+                )
+                parts[start] = sums, bias
 
-        parallel.run(images, n, np)
-        sums, bias = parallel.ordered_sums(parts)
-        dw += sums.reshape(*dw.shape, lanes).sum(axis=-1)
-        if db is not None:
-            db += bias
+            parallel.run(images, n, np)
+            sums, bias = parallel.ordered_sums(parts)
+            group = slice(k * self.og, (k + 1) * self.og)
+            dw[group] += sums.reshape(self.og, self.cg, *self.kernel, lanes).sum(axis=-1)
+            if db is not None:
+                db[group] += bias
         return True

@@ -27,6 +27,8 @@ typedef struct {
     idx o;                 /* output channels */
     idx kh, kw, sh, sw, ph, pw, dh, dw;
     idx oh, ow;            /* output height and width */
+    idx in_step, out_step; /* floats from one image to the next of the input and of the output (a
+                              group's channels are a slice of each image's) */
     idx hp, wp;            /* padded input height and width */
 } geometry;
 
@@ -38,7 +40,7 @@ enum { POSITION_BLOCK = 512, GROUP_POSITIONS = 256, MAX_GROUP = 16, SLACK = 64 }
 static geometry read_geometry(const idx *v)
 {
     geometry g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
-                  0, 0};
+                  v[14], v[15], 0, 0};
     g.hp = g.h + 2 * g.ph;
     g.wp = g.w + 2 * g.pw;
     return g;
@@ -268,7 +270,7 @@ static const kernel_set *kernels(void)
 /* --- the C interface (engine.layers.conv_direct) -------------------------------------------- */
 
 /* The interface's version: engine.layers.conv_direct.ABI, raised with any change to these functions. */
-idx dc_abi(void) { return 5; }
+idx dc_abi(void) { return 6; }
 
 const char *dc_kernel_name(void) { return kernels()->name; }
 

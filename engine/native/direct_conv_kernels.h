@@ -48,7 +48,7 @@ TARGET static void NAME(forward)(const float *x, const float *w, const float *bi
     for (idx n0 = 0; n0 < images; n0 += group) {
         const idx count = images - n0 < group ? images - n0 : group, total = count * positions;
         for (idx n = 0; n < count; n++)
-            pack_image(x + (n0 + n) * g->c * g->h * g->w, scratch + n * image, g);
+            pack_image(x + (n0 + n) * g->in_step, scratch + n * image, g);
         for (idx t = first; t < stop; t++) {
             const float *wt = w + t * tile_weights;
             const idx o0 = t * OT, o_count = g->o - o0 < OT ? g->o - o0 : OT;
@@ -58,7 +58,7 @@ TARGET static void NAME(forward)(const float *x, const float *w, const float *bi
                 for (int b = 0; b < PB; b++) {
                     const idx p = p0 + (b < valid ? b : valid - 1), n = p / positions, q = p % positions;
                     base[b] = n * image + position_offset(g, q);
-                    out[b] = ((n0 + n) * g->o + o0) * positions + q;
+                    out[b] = (n0 + n) * g->out_step + o0 * positions + q;
                     top = q / g->ow < top ? q / g->ow : top;
                     bottom = q / g->ow > bottom ? q / g->ow : bottom;
                 }
@@ -94,9 +94,9 @@ TARGET static void NAME(weight_gradient)(const float *x, const float *dy, float 
     for (idx n0 = 0; n0 < images; n0 += group) {
         const idx count = images - n0 < group ? images - n0 : group, total = count * positions;
         for (idx n = 0; n < count; n++) {
-            pack_image(x + (n0 + n) * g->c * g->h * g->w, xcl + n * image, g);
+            pack_image(x + (n0 + n) * g->in_step, xcl + n * image, g);
             float *rows = dycl + n * positions * o_pad;
-            pack_rows(dy + (n0 + n) * g->o * positions, rows, g->o, positions, o_pad, db, first, stop);
+            pack_rows(dy + (n0 + n) * g->out_step, rows, g->o, positions, o_pad, db, first, stop);
         }
         for (idx p0 = 0; p0 < total; p0 += POSITION_BLOCK) {
             const idx p1 = total - p0 < POSITION_BLOCK ? total : p0 + POSITION_BLOCK;
@@ -146,8 +146,8 @@ TARGET static void NAME(weight_gradient_rows)(const float *x, const float *dy, f
     const idx owp = (g->ow + VL - 1) / VL * VL, width = row_width(g, VL), rows = g->hp;
     float *xp = scratch, *dyp = scratch + g->c * rows * width + SLACK;
     for (idx n = 0; n < images; n++) {
-        pack_plain(x + n * g->c * g->h * g->w, xp, g, width);
-        const float *dyn = dy + n * g->o * g->oh * g->ow;
+        pack_plain(x + n * g->in_step, xp, g, width);
+        const float *dyn = dy + n * g->out_step;
         for (idx r = 0; r < g->o * g->oh; r++) {
             memcpy(dyp + r * owp, dyn + r * g->ow, (size_t)g->ow * sizeof(float));
             for (idx k = g->ow; k < owp; k++)

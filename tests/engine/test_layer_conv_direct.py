@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from engine import parallel
-from engine.layers import conv_direct
+from engine.layers import conv_cpu, conv_direct
 from engine.layers.conv_shape import ConvShape
 from engine.testing import blobs, make_layer, random_blob
 from tests.engine.test_layer_conv_cpu import GEOMETRIES, conv_text, passes
@@ -27,12 +27,14 @@ SETS = ["avx512", "avx2", "baseline"]
 # Sizes that leave a partial tile everywhere: 50 outputs (tiles of 8, 16, 32), 7 x 9 positions
 # (tiles of 6 or 12), 20 input channels (weight-gradient tiles of 6 or 12); one image per thread or
 # fewer images than threads (the forward splits output-channel tiles instead); groups of images.
-DIRECT_GEOMETRIES = [g for g in GEOMETRIES if g[1].get("group", 1) == 1] + [
+DIRECT_GEOMETRIES = GEOMETRIES + [
     ("Convolution", {"num_output": 50, "kernel_size": 5, "pad": 2}, (3, 20, 7, 9)),
     ("Convolution", {"num_output": 70, "kernel_size": 3, "pad": 1}, (1, 13, 6, 6)),
     ("Convolution", {"num_output": 33, "kernel_size": 3, "stride": 2, "pad": 1}, (2, 17, 9, 8)),
     ("Convolution", {"num_output": 40, "kernel_h": 1, "kernel_w": 3, "dilation": 3}, (2, 5, 4, 11)),
     ("Deconvolution", {"num_output": 36, "kernel_size": 3, "pad": 1}, (2, 20, 5, 4)),
+    # two groups of 32 outputs (CaffeNet's conv2, conv4 and conv5 have two groups)
+    ("Convolution", {"num_output": 64, "kernel_size": 5, "pad": 2, "group": 2}, (3, 16, 7, 6)),
     # 100 positions an image: groups of 3 images (256 positions), the last one short
     ("Convolution", {"num_output": 20, "kernel_size": 3, "pad": 1}, (7, 6, 10, 10)),
 ]
@@ -68,7 +70,11 @@ def every_weight_gradient(request, monkeypatch):
 
 
 @pytest.mark.parametrize("kind, fields, shape", DIRECT_GEOMETRIES)
-def test_direct_path_equals_reference(kernel_set, threads, every_weight_gradient, kind, fields, shape):
+def test_direct_path_equals_reference(
+    monkeypatch, kernel_set, threads, every_weight_gradient, kind, fields, shape
+):
+    monkeypatch.setattr(conv_cpu, "MIN_GROUP_CHANNELS", 1)  # depthwise too
+    monkeypatch.setattr(conv_direct, "MIN_GROUP_OUTPUTS", 1)  # groups of any size
     fast = passes(kind, fields, shape, fast=True, dtype=np.float32)
     reference = passes(kind, fields, shape, fast=False, dtype=np.float64)
     within_float32(fast, [r.astype(np.float32) for r in reference])
@@ -117,11 +123,13 @@ def test_float32_layers_take_the_direct_path(monkeypatch):
     assert direct_passes(monkeypatch, same, (2, 32, 12, 12), np.float64) == dict.fromkeys(all_three, 0)
 
 
-def test_grouped_convolutions_keep_the_gemm_path():
-    text = conv_text("Convolution", {"num_output": 8, "kernel_size": 3, "group": 2})
-    layer = make_layer(text, dtype=np.float32)
-    layer.setup([random_blob((2, 8, 6, 6), dtype=np.float32)], blobs(1, dtype=np.float32))
-    assert layer.cpu is not None and layer.cpu.direct is None
+def test_groups_of_few_outputs_keep_the_gemm_path():
+    """Two groups of 4 outputs fill few lanes of a tile: the GEMM path. Two of 32 run direct."""
+    for outputs, direct in ((8, False), (64, True)):
+        text = conv_text("Convolution", {"num_output": outputs, "kernel_size": 3, "group": 2})
+        layer = make_layer(text, dtype=np.float32)
+        layer.setup([random_blob((2, 8, 6, 6), dtype=np.float32)], blobs(1, dtype=np.float32))
+        assert layer.cpu is not None and (layer.cpu.direct is not None) == direct
 
 
 def test_arrays_the_kernels_cannot_take_are_left_to_the_caller():
