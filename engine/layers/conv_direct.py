@@ -32,6 +32,7 @@ import ctypes
 import importlib.util
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -261,36 +262,38 @@ class DirectConv:
         g0 = self.geometry.ctypes.data
         sums = int(_lib.dc_gradient_floats(g0))
         floats = int(_lib.dc_scratch_floats(g0, 1))
+
+        def tiles(x0: int, dy0: int, total: int, bias: int, images: int, scratch: int) -> None:
+            _lib.dc_weight_gradient(x0, dy0, total, bias, g0, images, 0, self.og, scratch)
+
         for k in range(self.g):
-            x0, dy0 = self.group_inputs(x, dy, k)
-            parts: dict[int, tuple[Any, ...]] = {}
-
-            def images(start: int, stop: int, x0: int = x0, dy0: int = dy0, parts: dict = parts) -> None:
-                scratch = backend.scratch("direct_conv", (floats,), np.float32)
-                partial = self.workspace.get(f"dw{start}", (sums,), np.float32, np)
-                part_bias = self.workspace.get(f"db{start}", (self.og,), np.float32, np)
-                partial[...] = 0
-                part_bias[...] = 0
-                x_start, dy_start = x0 + start * self.in_values * 4, dy0 + start * self.out_values * 4
-                _lib.dc_weight_gradient(
-                    x_start,
-                    dy_start,
-                    partial.ctypes.data,
-                    part_bias.ctypes.data,
-                    g0,
-                    stop - start,
-                    0,
-                    self.og,
-                    scratch.ctypes.data,
-                )
-                parts[start] = partial, part_bias
-
-            parallel.run(images, n, np)
-            total, bias = parallel.ordered_sums(parts)
+            total, bias = self.summed_over_images(x, dy, k, "dw", sums, floats, tiles)
             _lib.dc_add_weight_gradient(total.ctypes.data, dw[k * self.og :].ctypes.data, g0)
             if db is not None:
                 db[k * self.og : (k + 1) * self.og] += bias
         return True
+
+    def summed_over_images(
+        self, x: Any, dy: Any, k: int, name: str, size: int, floats: int, kernel: Callable[..., None]
+    ) -> tuple[Any, ...]:
+        """Group k's weight-gradient sums (``size`` floats) and bias sums: ``kernel`` (addresses of x,
+        dy, the sums, the bias sums; images; scratch) over a slice of images a thread, each into its
+        own sums, added in a fixed order."""
+        x0, dy0 = self.group_inputs(x, dy, k)
+        parts: dict[int, tuple[Any, ...]] = {}
+
+        def images(start: int, stop: int) -> None:
+            scratch = backend.scratch("direct_conv", (floats,), np.float32)
+            sums = self.workspace.get(f"{name}{start}", (size,), np.float32, np)
+            bias = self.workspace.get(f"db{start}", (self.og,), np.float32, np)
+            sums[...] = 0
+            bias[...] = 0
+            x_start, dy_start = x0 + start * self.in_values * 4, dy0 + start * self.out_values * 4
+            kernel(x_start, dy_start, sums.ctypes.data, bias.ctypes.data, stop - start, scratch.ctypes.data)
+            parts[start] = sums, bias
+
+        parallel.run(images, x.shape[0], np)
+        return parallel.ordered_sums(parts)
 
     def group_inputs(self, x: Any, dy: Any, k: int) -> tuple[int, int]:
         """The addresses of group k's channels in the first image of x and of dy."""
@@ -301,33 +304,15 @@ class DirectConv:
     def weight_gradient_by_rows(self, x: Any, dy: Any, dw: Any, db: Any) -> bool:
         """The weight gradient of a first layer (few channels): vectors of sums along the output
         rows, each thread its own, their lanes added into dW at the end."""
-        n, g0, lanes = x.shape[0], self.geometry.ctypes.data, int(_lib.dc_lanes())
+        g0, lanes = self.geometry.ctypes.data, int(_lib.dc_lanes())
         floats = int(_lib.dc_rows_scratch_floats(g0))
         group_size = dw.size // self.g
+
+        def rows(x0: int, dy0: int, sums: int, bias: int, images: int, scratch: int) -> None:
+            _lib.dc_weight_gradient_rows(x0, dy0, sums, bias, g0, images, scratch)
+
         for k in range(self.g):
-            x0, dy0 = self.group_inputs(x, dy, k)
-            parts: dict[int, tuple[Any, ...]] = {}
-
-            def images(start: int, stop: int, x0: int = x0, dy0: int = dy0, parts: dict = parts) -> None:
-                scratch = backend.scratch("direct_conv", (floats,), np.float32)
-                sums = self.workspace.get(f"rows{start}", (group_size * lanes,), np.float32, np)
-                bias = self.workspace.get(f"db{start}", (self.og,), np.float32, np)
-                sums[...] = 0
-                bias[...] = 0
-                x_start, dy_start = x0 + start * self.in_values * 4, dy0 + start * self.out_values * 4
-                _lib.dc_weight_gradient_rows(
-                    x_start,
-                    dy_start,
-                    sums.ctypes.data,
-                    bias.ctypes.data,
-                    g0,
-                    stop - start,
-                    scratch.ctypes.data,
-                )
-                parts[start] = sums, bias
-
-            parallel.run(images, n, np)
-            sums, bias = parallel.ordered_sums(parts)
+            sums, bias = self.summed_over_images(x, dy, k, "rows", group_size * lanes, floats, rows)
             group = slice(k * self.og, (k + 1) * self.og)
             dw[group] += sums.reshape(self.og, self.cg, *self.kernel, lanes).sum(axis=-1)
             if db is not None:
