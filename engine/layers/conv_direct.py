@@ -4,21 +4,24 @@ im2col + GEMM (engine.layers.conv_cpu) copies each input value kh kw times and B
 copy again; with few output channels (CIFAR-10 quick's 32) that copying costs as much as the
 multiply. The direct kernels read the input in place, from a channels-last copy of a group of
 images, and sum a tile of output positions by output channels in registers (isolated, on a 2-core
-Zen 5 with AVX-512: 420-460 GFLOP/s on 3x3 and 5x5 layers of 32-512 channels, where the GEMM path
+Zen 5 with AVX-512: 420-490 GFLOP/s on 3x3 and 5x5 layers of 32-512 channels, where the GEMM path
 ran at 100-220 and torch's oneDNN at 380-460).
 * forward: y = conv(x) (+ bias), threads over images (or over output-channel tiles for fewer images
-  than threads);
+  than threads); a grouped convolution one group after another;
 * data gradient, stride 1: a forward convolution of dy, padded by dilation (k - 1) - pad, with the
-  weights turned round and their in/out channels swapped; taken where CpuConv would gather (the
-  padded dy is not much larger than dy); other strides: the GEMM path's scatter;
+  weights turned round and their in/out channels swapped (the kernels skip kernel rows that read
+  only the padding); other strides: the GEMM path's scatter;
 * weight gradient: a tile of output channels (dy broadcast) by two vectors of a kernel row's run of
   (column, channel) values, each thread summing its images into its own partial (a fixed order for
-  a thread count), added into dW at the end, and db from dy while it is packed.
+  a thread count), added into dW at the end, and db from dy while it is packed. First layers, whose
+  runs fill under MIN_GRADIENT_FILL of a tile's vector lanes (3 channels x 5 columns: 15 of 32),
+  take vectors along the output rows instead where the stride along the rows is 1 and the kernel
+  at most 5 wide.
 Where a pass loses to the GEMM path it is left to it, by rules measured in one process against it
-(bench-style A/B, 2 threads): 1 x 1 kernels (no columns to save); weight gradients whose runs fill
-under MIN_GRADIENT_FILL of their vector lanes (first layers: 3 channels x 7 columns fill 21 of 32)
-or whose weight has over MAX_WEIGHT_SHARE values per value of the batch's output (ResNet's 7 x 7 x 512
-at batch 8: 12).
+(bench-style A/B, 2 threads): 1 x 1 kernels (no columns to save); groups of fewer than
+MIN_GROUP_OUTPUTS outputs; first layers' weight gradients with strides or wide kernels (ResNet's and
+CaffeNet's conv1); weights with over MAX_WEIGHT_SHARE values per value of the batch's output
+(ResNet's 7 x 7 x 512 at batch 8: 12).
 The sums run in another order than the reference's (engine.layers.conv), so they agree to float32
 rounding, which the tests hold them to.
 

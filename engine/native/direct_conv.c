@@ -2,18 +2,23 @@
  *
  * im2col + GEMM copies every input value kh kw times and then has BLAS pack the copy again; with few
  * output channels (CIFAR-10's 32) that copying costs as much as the multiply. These kernels read the
- * input where it lies, as a channels-last copy of one image: a tile of PB output positions by 2
- * vectors of output channels is summed in registers over (kernel row, kernel column, input channel),
- * one broadcast input value times two vectors of weights at a time. The weight gradient is the same
- * tile turned round: PB input channels by 2 vectors of output channels, summed over positions.
- * The stride-1 data gradient is a forward convolution of dy with the flipped weights (the caller
- * packs them so).
+ * input where it lies, as a channels-last copy of a group of images:
+ * - forward: a tile of PB output positions by 2 vectors of output channels, summed in registers over
+ *   (kernel row, run of kernel column x input channel values), one broadcast input value times two
+ *   vectors of weights at a time; kernel rows that read only zero padding are skipped;
+ * - the stride-1 data gradient: that forward, on dy, with the flipped weights (the caller packs them
+ *   so, and pads dy by dilation (k - 1) - pad);
+ * - the weight gradient: a tile of PB output channels (dy broadcast) by 2 vectors of a kernel row's
+ *   run, summed over positions into a row per output channel; for first layers, whose runs of few
+ *   channels would fill few lanes, vectors along the output rows instead (weight_gradient_rows).
+ * A group of a grouped convolution is a convolution of a slice of each image's channels: the
+ * geometry carries the steps from one image to the next.
  *
  * The caller (Python, through ctypes) owns every buffer, splits the batch over its threads and hands
  * each thread its own scratch (dc_scratch_floats). Nothing here allocates, and every loop's bounds
- * come from the geometry, which the caller has checked (output size from input, pad, kernel).
- * Each instruction set (AVX-512, AVX2, the baseline) gets its own copy of the kernels, chosen once
- * from what the CPU reports. */
+ * come from the geometry, whose arrays the caller has checked to be of its shapes. Each instruction
+ * set (AVX-512, AVX2, the baseline) gets its own copy of the kernels, chosen once from what the CPU
+ * reports. Build with contraction on (-ffp-contract=fast, setup.py): each sum is then one FMA. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
