@@ -39,18 +39,18 @@ class CompareInitActions:
         return self.dialog
 
     def add_runs(self, runs) -> None:
-        training = getattr(self.window, "training", None)
-        if training is None:
-            return
-        for run in runs:
-            training.controller.add_run(run)
+        self._each_run(runs, "add_run")
 
     def update_runs(self, runs) -> None:
+        self._each_run(runs, "update_run")
+
+    def _each_run(self, runs, method: str) -> None:
+        """The training panel's controller's ``method`` on each run (none while there is no panel)."""
         training = getattr(self.window, "training", None)
         if training is None:
             return
         for run in runs:
-            training.controller.update_run(run)
+            getattr(training.controller, method)(run)
 
 
 def install(window) -> CompareInitActions:

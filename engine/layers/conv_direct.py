@@ -115,10 +115,6 @@ def applies(group: int, num_output: int, kernel: tuple[int, ...]) -> bool:
     return _lib is not None and grouped_ok and kernel != (1, 1)
 
 
-def _address(a: Any) -> int | None:
-    return None if a is None else int(a.ctypes.data)
-
-
 def _takes(arrays: dict[tuple[int, ...], Any]) -> bool:
     """Whether the kernels can take these arrays as they are: each C-contiguous float32 with the
     shape it is keyed by (-1: any batch). The kernels index memory by the geometry alone, so an

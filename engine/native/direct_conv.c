@@ -231,18 +231,17 @@ typedef void (*rows_fn)(const float *, const float *, float *, float *, const ge
 
 typedef struct {
     const char *name;
-    idx tile; /* output channels per forward tile (2 vectors) */
+    idx lanes; /* floats per vector; a forward tile is 2 vectors of output channels */
     forward_fn forward;
     gradient_fn weight_gradient;
     rows_fn weight_gradient_rows;
-    idx lanes; /* floats per vector */
 } kernel_set;
 
-static const kernel_set base_set = {"baseline", 8, base_forward, base_weight_gradient, base_weight_gradient_rows, 4};
+static const kernel_set base_set = {"baseline", 4, base_forward, base_weight_gradient, base_weight_gradient_rows};
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-static const kernel_set avx512_set = {"avx512", 32, avx512_forward, avx512_weight_gradient, avx512_weight_gradient_rows,
-                                        16};
-static const kernel_set avx2_set = {"avx2", 16, avx2_forward, avx2_weight_gradient, avx2_weight_gradient_rows, 8};
+static const kernel_set avx512_set = {"avx512", 16, avx512_forward, avx512_weight_gradient,
+                                      avx512_weight_gradient_rows};
+static const kernel_set avx2_set = {"avx2", 8, avx2_forward, avx2_weight_gradient, avx2_weight_gradient_rows};
 #endif
 
 /* The kernel sets this CPU runs, best first (the baseline always). */
@@ -272,6 +271,9 @@ static const kernel_set *kernels(void)
     return active;
 }
 
+/* Output channels per forward tile of the kernel set in use: 2 vectors (OT in the kernels). */
+static idx tile_channels(void) { return 2 * kernels()->lanes; }
+
 /* --- the C interface (engine.layers.conv_direct) -------------------------------------------- */
 
 /* The interface's version: engine.layers.conv_direct.ABI, raised with any change to these functions. */
@@ -292,7 +294,7 @@ int dc_select(const char *name)
     return 0;
 }
 
-idx dc_tile_channels(void) { return kernels()->tile; }
+idx dc_tile_channels(void) { return tile_channels(); }
 
 /* Floats of scratch one thread needs (forward and flipped data gradient: 0; weight gradient: 1). */
 idx dc_scratch_floats(const idx *geometry_values, int weight_gradient)
@@ -311,7 +313,7 @@ idx dc_scratch_floats(const idx *geometry_values, int weight_gradient)
  * time: its lanes read kh kw values of each of the tile's rows of w (flipped: one run of them). */
 void dc_pack_weights(const float *w, float *out, idx o, idx c, idx kh, idx kw, int flip, idx first, idx stop)
 {
-    const idx tile = kernels()->tile, outs = flip ? c : o, ins = flip ? o : c, kernel = kh * kw;
+    const idx tile = tile_channels(), outs = flip ? c : o, ins = flip ? o : c, kernel = kh * kw;
     for (idx t = first; t < stop; t++)
         for (idx b = 0; b < ins; b++)
             for (idx i = 0; i < kh; i++)
@@ -350,7 +352,7 @@ void dc_weight_gradient(const float *x, const float *dy, float *dw, float *db, c
 void dc_add_weight_gradient(const float *sums, float *dw, const idx *geometry_values)
 {
     const geometry g = read_geometry(geometry_values);
-    const idx tile = kernels()->tile, kernel = g.kh * g.kw;
+    const idx tile = tile_channels(), kernel = g.kh * g.kw;
     idx runs, run, run_pad;
     gradient_layout(&g, tile, &runs, &run, &run_pad);
     for (idx a = 0; a < g.o; a++) {
@@ -370,7 +372,7 @@ idx dc_gradient_floats(const idx *geometry_values)
 {
     const geometry g = read_geometry(geometry_values);
     idx runs, run, run_pad;
-    gradient_layout(&g, kernels()->tile, &runs, &run, &run_pad);
+    gradient_layout(&g, tile_channels(), &runs, &run, &run_pad);
     return g.o * g.kh * runs * run_pad;
 }
 
