@@ -18,7 +18,7 @@ test: $(STAMP)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt setup.py engine/native/direct_conv.c engine/native/direct_conv_kernels.h
+$(STAMP): pyproject.toml constraints.txt setup.py $(wildcard engine/native/*.c engine/native/*.h)
 	@$(PYTHON) tools/check_python.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
 	  echo "error: could not create $(VENV); on Debian/Ubuntu: apt-get install python3-venv"; exit 2; }

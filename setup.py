@@ -1,9 +1,11 @@
-"""The one compiled part: engine/native/direct_conv.c, the CPU's direct convolution kernels.
+"""The compiled parts: the CPU's kernels in engine/native (direct_conv.c: convolutions;
+channel_norm.c: BatchNorm with the Scale after it).
 
-Everything else is in pyproject.toml. The extension is optional: where no C compiler is found the
-install still succeeds and convolutions take the numpy/BLAS path (engine.layers.conv_direct says
-which). It is built with -O3 for the baseline instruction set; the file carries its own AVX2 and
-AVX-512 copies and picks one from the CPU at run time, so one build runs on any x86-64 machine.
+Everything else is in pyproject.toml. The extensions are optional: where no C compiler is found the
+install still succeeds and those layers take the numpy/BLAS path (engine.layers.conv_direct and
+engine.layers.channel_norm say which). Each is built with -O3 for the baseline instruction set; each
+file carries its own AVX2 and AVX-512 copies and picks one from the CPU at run time, so one build
+runs on any x86-64 machine.
 """
 
 import sys
@@ -14,11 +16,12 @@ flags = [] if sys.platform == "win32" else ["-O3", "-std=c11", "-ffp-contract=fa
 setup(
     ext_modules=[
         Extension(
-            "engine._direct_conv",
-            sources=["engine/native/direct_conv.c"],
-            depends=["engine/native/direct_conv_kernels.h"],
+            f"engine._{name}",
+            sources=[f"engine/native/{name}.c"],
+            depends=[f"engine/native/{name}_kernels.h"],
             extra_compile_args=flags,
             optional=True,
         )
+        for name in ("direct_conv", "channel_norm")
     ]
 )

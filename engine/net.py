@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from engine import backend, weights
+from engine import backend, fusion, weights
 from engine.blob import Blob, shape_string
 from engine.data.paths import DEFAULT, DataPaths
 from engine.errors import EngineError, LayerOutOfMemoryError, NetError, UnknownTypeError
@@ -177,6 +177,7 @@ class Net:
         self._blob_index = {name: blob_id for blob_id, name in enumerate(self.blob_names)}
         self._layer_index = {name: layer_id for layer_id, name in enumerate(self.layer_names)}
         self._share_weights()
+        self.fused = fusion.pairs(self.layers, self.bottom_vecs, self.top_vecs)
 
     def _append_top(
         self,
@@ -315,13 +316,19 @@ class Net:
         end = len(self.layers) - 1 if end is None else end
         self._check_range("forward", start, end)
         losses = []
-        for i in range(start, end + 1):
+        fused = {} if self.debug_info else self.fused
+        i = start - 1
+        while i < end:
+            i += 1
             layer, bottom, top = self.layers[i], self.bottom_vecs[i], self.top_vecs[i]
             _reshape(layer, bottom, top)
-            try:
-                layer.forward(bottom, top)
-            except MemoryError as exc:
-                raise _out_of_memory(layer, "forward", exc) from exc
+            pair = fused.get(i) if i < end else None
+            if pair is not None:  # a BatchNorm and its Scale, as one (engine.fusion)
+                _reshape(self.layers[i + 1], self.bottom_vecs[i + 1], self.top_vecs[i + 1])
+                if self._run(layer, "forward", pair.forward):
+                    i += 1
+                    continue
+            self._run(layer, "forward", layer.forward, bottom, top)
             for top_id, blob in enumerate(top):
                 if layer.loss(top_id):  # the diff of a loss top holds its weight (Layer.set_loss_weights)
                     losses.append(self.xp.dot(blob.data.reshape(-1), blob.diff.reshape(-1)))
@@ -343,15 +350,37 @@ class Net:
         """Backpropagate through layers ``start`` down to ``end`` (both included) that need it."""
         start = len(self.layers) - 1 if start is None else start
         self._check_range("backward", end, start)
-        for i in range(start, end - 1, -1):
-            if self.layer_need_backward[i]:
-                layer = self.layers[i]
-                try:
-                    layer.backward(self.top_vecs[i], self.bottom_need_backward[i], self.bottom_vecs[i])
-                except MemoryError as exc:
-                    raise _out_of_memory(layer, "backward", exc) from exc
-                if self.debug_info:
-                    self._backward_debug_info(i)
+        fused = {} if self.debug_info else self.fused
+        i = start + 1
+        while i > end:
+            i -= 1
+            if not self.layer_need_backward[i]:
+                continue
+            layer = self.layers[i]
+            pair = fused.get(i - 1) if i > end else None  # this layer a Scale fused with a BatchNorm
+            if (
+                pair is not None
+                and self._both_propagate(i - 1)
+                and self._run(layer, "backward", pair.backward)
+            ):
+                i -= 1
+                continue
+            top, down, bottom = self.top_vecs[i], self.bottom_need_backward[i], self.bottom_vecs[i]
+            self._run(layer, "backward", layer.backward, top, down, bottom)
+            if self.debug_info:
+                self._backward_debug_info(i)
+
+    def _both_propagate(self, i: int) -> bool:
+        """Whether layers i and i + 1 both backpropagate, each to its bottom (a fused pair's backward)."""
+        return all(self.layer_need_backward[j] and all(self.bottom_need_backward[j]) for j in (i, i + 1))
+
+    @staticmethod
+    def _run(layer: Layer, what: str, step: Callable[..., Any], *args: Any) -> Any:
+        """``step(*args)`` of ``layer``, an out-of-memory error named after the layer."""
+        try:
+            return step(*args)
+        except MemoryError as exc:
+            raise _out_of_memory(layer, what, exc) from exc
 
     def backward_from(self, start: int) -> None:
         self.backward_from_to(start, 0)

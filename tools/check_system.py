@@ -114,16 +114,23 @@ def install(packages: list[str]) -> bool:
 
 
 def note_kernels() -> None:
-    """Say so when the install built no direct convolution kernels (no C compiler): all works, slower."""
+    """Say so when the install built no compiled kernels (no C compiler): all works, slower."""
     try:
-        from engine.layers import conv_direct
+        from engine.layers import channel_norm, conv_direct
     except Exception:  # the engine itself is checked by its own imports, not here
         return
-    if not conv_direct.available() and os.environ.get("BARISTA_DIRECT_CONV") != "0":
+    missing = [
+        f"{what} (engine/native/{name}.c)"
+        for library, name, knob, what in (
+            (conv_direct, "direct_conv", "BARISTA_DIRECT_CONV", "the direct convolution kernels"),
+            (channel_norm, "channel_norm", "BARISTA_CHANNEL_NORM", "the BatchNorm kernels"),
+        )
+        if not library.available() and os.environ.get(knob) != "0"
+    ]
+    if missing:
         print(
-            "note: the direct convolution kernels (engine/native/direct_conv.c) were not built, so "
-            "convolutions take the slower numpy/BLAS path; install a C compiler (e.g. apt-get install gcc) "
-            "and run `make install` again",
+            f"note: {' and '.join(missing)} were not built, so those layers take the slower numpy/BLAS "
+            "path; install a C compiler (e.g. apt-get install gcc) and run `make install` again",
             file=sys.stderr,
         )
 

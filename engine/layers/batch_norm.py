@@ -8,7 +8,7 @@ import numpy as np
 
 from engine import backend, parallel
 from engine.blob import Blob, shape_string
-from engine.layers import facts
+from engine.layers import channel_norm, facts
 from engine.layers.base import Layer
 from engine.layers.channel_sums import dot_per_channel, sum_per_channel
 from engine.layers.registry import register_layer
@@ -27,6 +27,9 @@ class BatchNormLayer(Layer):
 
     dE/dx = (dE/dy - mean(dE/dy) - y * mean(dE/dy * y)) / sqrt(var + eps) with batch statistics
     (means over every axis but C), dE/dy / sqrt(var + eps) with global ones. In place allowed.
+    On the CPU in float32 the compiled kernels run both passes (engine.layers.channel_norm), and
+    with the in-place Scale after this layer folded in where the net runs the two as one
+    (engine.fusion); elsewhere numpy or cupy array operations.
     """
 
     exact_num_bottom = 1
@@ -81,23 +84,67 @@ class BatchNormLayer(Layer):
     def forward(self, bottom: list[Blob], top: list[Blob]) -> None:
         if bottom[0].count() == 0:  # nothing to normalise, and no statistics to gather
             return
+        if not self.forward_compiled(bottom, top):
+            self._forward_arrays(bottom, top)
+
+    def _x_norm(self, x: Any) -> Any:
+        """The buffer x_norm is kept in (a later in-place layer may overwrite the top), one across steps."""
+        if self.x_norm is None or self.x_norm.shape != x.shape or self.x_norm.dtype != x.dtype:
+            self.x_norm = self.xp.empty_like(x)
+        return self.x_norm
+
+    def _global_statistics(self) -> tuple[Any, Any]:
+        xp = self.xp
+        mean_sum, var_sum, factor = (b.data for b in self.blobs)
+        nonzero = factor != 0
+        inverse = xp.where(nonzero, 1 / xp.where(nonzero, factor, 1), 0)
+        return mean_sum * inverse, var_sum * inverse
+
+    def _update_statistics(self, mean: Any, var: Any, m: int) -> None:
+        """The running sums take in this batch's mean and (unbiased) variance, m values a channel."""
+        mean_sum, var_sum, factor = (b.data for b in self.blobs)
+        maf = self.moving_average_fraction
+        factor *= maf
+        factor += 1
+        mean_sum *= maf
+        mean_sum += mean
+        var_sum *= maf
+        var_sum += var * (m / (m - 1) if m > 1 else 1.0)
+
+    def forward_compiled(
+        self, bottom: list[Blob], top: list[Blob], scale: Any = None, bias: Any = None
+    ) -> bool:
+        """The forward by the compiled kernels (engine.layers.channel_norm), with y = y * scale + bias
+        in the same pass where ``scale`` (C,) is given (the Scale after this layer, engine.fusion);
+        False, with nothing done, where they cannot run it (cupy, float64, a blob of no values)."""
+        if bottom[0].count() == 0 or not channel_norm.available():
+            return False
+        x = self._view(bottom[0], bottom[0].data)
+        batch = not self.use_global_stats
+        c = self.channels
+        mean, var = (np.empty(c, x.dtype), np.empty(c, x.dtype)) if batch else self._global_statistics()
+        std = np.empty((1, c, 1), x.dtype)
+        y = self._view(top[0], top[0].data)
+        if not channel_norm.forward(x, self._x_norm(x), y, batch, self.eps, (mean, var, std), scale, bias):
+            return False
+        self.std = std
+        if batch:
+            self._update_statistics(mean, var, bottom[0].count() // c)
+        return True
+
+    def _forward_arrays(self, bottom: list[Blob], top: list[Blob]) -> None:
+        """The forward in numpy or cupy array operations."""
         xp = self.xp
         x = self._view(bottom[0], bottom[0].data)
         y = self._view(top[0], top[0].data)
-        mean_sum, var_sum, factor = (b.data for b in self.blobs)
-        # x_norm is kept (a later in-place layer may overwrite the top), one buffer across steps.
-        if self.x_norm is None or self.x_norm.shape != x.shape or self.x_norm.dtype != x.dtype:
-            self.x_norm = xp.empty_like(x)
-        centered = self.x_norm
+        centered = self._x_norm(x)
         count = x.shape[0] * x.shape[2]  # values per channel
         ones = self.workspace.get("ones", (x.shape[2],), x.dtype, xp, fill=1)
         batch = not self.use_global_stats
         if batch:
             mean, var = xp.empty(self.channels, x.dtype), xp.empty(self.channels, x.dtype)
         else:
-            nonzero = factor != 0
-            inverse = xp.where(nonzero, 1 / xp.where(nonzero, factor, 1), 0)
-            mean, var = mean_sum * inverse, var_sum * inverse
+            mean, var = self._global_statistics()
         self.std = xp.empty((1, self.channels, 1), x.dtype)
 
         def channels(start: int, stop: int) -> None:
@@ -115,18 +162,30 @@ class BatchNormLayer(Layer):
 
         parallel.run(channels, self.channels, xp, parallel.grain(count))
         if batch:
-            m = bottom[0].count() // self.channels
-            maf = self.moving_average_fraction
-            factor *= maf
-            factor += 1
-            mean_sum *= maf
-            mean_sum += mean
-            var_sum *= maf
-            var_sum += var * (m / (m - 1) if m > 1 else 1.0)
+            self._update_statistics(mean, var, bottom[0].count() // self.channels)
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
         if not propagate_down[0] or bottom[0].count() == 0:
             return
+        if not self.backward_compiled(top, bottom):
+            self._backward_arrays(top, bottom)
+
+    def backward_compiled(
+        self, top: list[Blob], bottom: list[Blob], scale: Any = None, d_scale: Any = None, d_bias: Any = None
+    ) -> bool:
+        """The backward by the compiled kernels, from dE/dy of the Scale after this layer where
+        ``scale`` (C,) is given (engine.fusion: its d_scale and d_bias, where given, take their
+        sums too); False, with nothing done, where they cannot run it."""
+        if bottom[0].count() == 0 or not channel_norm.available() or self.x_norm is None:
+            return False
+        dy = self._view(top[0], top[0].diff)
+        dx = self._view(bottom[0], bottom[0].diff)
+        std = self.std.reshape(-1)
+        batch = not self.use_global_stats
+        return channel_norm.backward(dy, self.x_norm, dx, batch, std, scale, d_scale, d_bias)
+
+    def _backward_arrays(self, top: list[Blob], bottom: list[Blob]) -> None:
+        """The backward in numpy or cupy array operations."""
         xp = self.xp
         dy = self._view(top[0], top[0].diff)
         dx = self._view(bottom[0], bottom[0].diff)  # may be dy itself (in place): element-wise

@@ -32,54 +32,38 @@ The library is an optional part of the install (setup.py): without a C compiler 
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from engine import backend, parallel
+from engine import backend, compiled, parallel
 from engine.layers.conv_shape import ConvShape
 
-_P, _I = ctypes.c_void_p, ctypes.c_int64
+_P, _I = compiled.POINTER, compiled.INDEX
 ABI = 6  # dc_abi() of the C file these calls are written for: a stale build is not used
+
+_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "dc_kernel_name": (ctypes.c_char_p, []),
+    "dc_select": (ctypes.c_int, [ctypes.c_char_p]),
+    "dc_tile_channels": (_I, []),
+    "dc_scratch_floats": (_I, [_P, ctypes.c_int]),
+    "dc_pack_weights": (None, [_P, _P, _I, _I, _I, _I, ctypes.c_int, _I, _I]),
+    "dc_forward": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
+    "dc_weight_gradient": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
+    "dc_add_weight_gradient": (None, [_P, _P, _P]),
+    "dc_gradient_floats": (_I, [_P]),
+    "dc_lanes": (_I, []),
+    "dc_rows_apply": (ctypes.c_int, [_P]),
+    "dc_rows_scratch_floats": (_I, [_P]),
+    "dc_weight_gradient_rows": (None, [_P, _P, _P, _P, _P, _I, _P]),
+}
 
 
 def _load() -> Any:
     """The compiled library, its argument types set; None where it was not built or is turned off."""
-    if os.environ.get("BARISTA_DIRECT_CONV", "1") == "0":
-        return None
-    spec = importlib.util.find_spec("engine._direct_conv")
-    if spec is None or not spec.origin:
-        return None
-    try:
-        lib = ctypes.CDLL(spec.origin)  # ctypes releases the GIL for each call
-        lib.dc_abi.restype = _I
-        if lib.dc_abi() != ABI:
-            return None
-    except (OSError, AttributeError):
-        return None
-    signatures: dict[str, tuple[Any, list[Any]]] = {
-        "dc_kernel_name": (ctypes.c_char_p, []),
-        "dc_select": (ctypes.c_int, [ctypes.c_char_p]),
-        "dc_tile_channels": (_I, []),
-        "dc_scratch_floats": (_I, [_P, ctypes.c_int]),
-        "dc_pack_weights": (None, [_P, _P, _I, _I, _I, _I, ctypes.c_int, _I, _I]),
-        "dc_forward": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
-        "dc_weight_gradient": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
-        "dc_add_weight_gradient": (None, [_P, _P, _P]),
-        "dc_gradient_floats": (_I, [_P]),
-        "dc_lanes": (_I, []),
-        "dc_rows_apply": (ctypes.c_int, [_P]),
-        "dc_rows_scratch_floats": (_I, [_P]),
-        "dc_weight_gradient_rows": (None, [_P, _P, _P, _P, _P, _I, _P]),
-    }
-    for name, (result, arguments) in signatures.items():
-        function = getattr(lib, name)
-        function.restype, function.argtypes = result, arguments
-    return lib
+    return compiled.load("engine._direct_conv", "dc_abi", ABI, "BARISTA_DIRECT_CONV", _SIGNATURES)
 
 
 _lib = _load()

@@ -59,6 +59,7 @@ class ScaleLayer(Layer):
             else:
                 self.bias_layer.blobs[0] = self.blobs[-1]
         self._kept_input: Any = None
+        self.input_borrowed = False  # _kept_input is another layer's buffer (borrow_input)
         self.workspace = backend.Workspace()
 
     def to(self, xp: ModuleType) -> None:
@@ -91,8 +92,8 @@ class ScaleLayer(Layer):
         kept = None
         if top[0] is bottom[0]:  # in place: keep x for the scale's gradient, one buffer across steps
             old = self._kept_input
-            if old is None or old.shape != x.shape or old.dtype != x.dtype:
-                self._kept_input = xp.empty_like(x)
+            if old is None or self.input_borrowed or old.shape != x.shape or old.dtype != x.dtype:
+                self._kept_input, self.input_borrowed = xp.empty_like(x), False
             kept = self._kept_input
         else:
             self._kept_input = None
@@ -108,6 +109,12 @@ class ScaleLayer(Layer):
                 y[:, c] += b[:, c]
 
         parallel.run(channels, self.dims[1], xp, parallel.grain(self.dims[0] * self.dims[2]))
+
+    def borrow_input(self, x: Any) -> None:
+        """The input of this in-place layer, as the layer before it keeps it (engine.fusion, which
+        ran this forward with that layer's): this layer's backward reads it; a forward of this layer
+        alone takes a buffer of its own again, and so never writes into it."""
+        self._kept_input, self.input_borrowed = x.reshape(self.dims), True
 
     def backward(self, top: list[Blob], propagate_down: list[bool], bottom: list[Blob]) -> None:
         xp = self.xp

@@ -6,8 +6,6 @@ channels, positions, input channels); and where it does not apply, the other pat
 from __future__ import annotations
 
 import os
-import shutil
-import sys
 
 import numpy as np
 import pytest
@@ -167,11 +165,3 @@ def test_a_stale_or_disabled_build_is_not_used(monkeypatch):
     assert conv_direct._load() is not None
     monkeypatch.setenv("BARISTA_DIRECT_CONV", "0")
     assert conv_direct._load() is None
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the compiler check is for Linux")
-def test_the_install_built_the_kernels_where_a_compiler_is_found():
-    """`make install` builds engine/native/direct_conv.c where a C compiler is on the PATH."""
-    if shutil.which("cc") or shutil.which("gcc"):
-        assert conv_direct.available(), "a C compiler is here, but engine._direct_conv was not built"
-        assert conv_direct.kernel_name() in SETS
