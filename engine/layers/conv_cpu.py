@@ -403,7 +403,7 @@ class CpuConv:
     def scatter_adds(self, n: int, itemsize: int) -> int:
         """Values in each of the kh kw adds of a batch-last scatter group for a batch of n (0: the
         data gradient gathers, runs direct, or scatters image-major)."""
-        direct = itemsize == 4 and self.direct is not None and self.direct.flipped is not None
+        direct = itemsize == 4 and self.direct is not None and self.direct.takes_data_gradient
         if self.gather or direct or not takes_batch_last(self.windows):
             return 0
         kernel = self.windows.kernel[0] * self.windows.kernel[1]

@@ -39,17 +39,18 @@ from typing import Any
 import numpy as np
 
 from engine import backend, compiled, parallel
+from engine.layers import conv_phases
 from engine.layers.conv_shape import ConvShape
 
 _P, _I = compiled.POINTER, compiled.INDEX
-ABI = 6  # dc_abi() of the C file these calls are written for: a stale build is not used
+ABI = 7  # dc_abi() of the C file these calls are written for: a stale build is not used
 
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "dc_kernel_name": (ctypes.c_char_p, []),
     "dc_select": (ctypes.c_int, [ctypes.c_char_p]),
     "dc_tile_channels": (_I, []),
     "dc_scratch_floats": (_I, [_P, ctypes.c_int]),
-    "dc_pack_weights": (None, [_P, _P, _I, _I, _I, _I, ctypes.c_int, _I, _I]),
+    "dc_pack_weights": (None, [_P, _P, _I, _I, _I, _I, ctypes.c_int, _I, _I, _P]),
     "dc_forward": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
     "dc_weight_gradient": (None, [_P, _P, _P, _P, _P, _I, _I, _I, _P]),
     "dc_add_weight_gradient": (None, [_P, _P, _P]),
@@ -118,7 +119,7 @@ class DirectConv:
     def __init__(self, shape: ConvShape) -> None:
         assert _lib is not None
         channels, num_output, group, kernel, stride, pad, dilation, conv_in, conv_out = shape
-        self.c, self.o, self.g, self.kernel = channels, num_output, group, kernel
+        self.c, self.o, self.g, self.kernel, self.stride = channels, num_output, group, kernel, stride
         self.cg, self.og = channels // group, num_output // group
         self.conv_in, self.conv_out = conv_in, conv_out
         self.in_values, self.out_values = channels * math.prod(conv_in), num_output * math.prod(conv_out)
@@ -131,10 +132,9 @@ class DirectConv:
         run = kernel[1] * self.cg if dilation[1] == 1 else self.cg
         self.gradient_fill = run / (-(-run // self.tile) * self.tile)
         # A group's geometry; images a whole image apart (the input's and the output's values).
-        self.geometry = np.array(
-            [self.cg, *conv_in, self.og, *kernel, *stride, *pad, *dilation, *conv_out]
-            + [self.in_values, self.out_values],
-            np.int64,
+        steps = (self.in_values, self.out_values)
+        self.geometry = conv_phases.geometry(
+            self.cg, conv_in, self.og, kernel, stride, pad, dilation, conv_out, steps
         )
         # The stride-1 data gradient: dY (O channels, the output's size) padded by d (k - 1) - p,
         # convolved with the flipped weights into C channels of the input's size.
@@ -143,26 +143,36 @@ class DirectConv:
         self.by_rows = bool(_lib.dc_rows_apply(self.geometry.ctypes.data))
         self.flipped = None
         if all(s == 1 for s in stride) and min(flip_pad) >= 0:
-            self.flipped = np.array(
-                [self.og, *conv_out, self.cg, *kernel, 1, 1, *flip_pad, *dilation, *conv_in]
-                + [self.out_values, self.in_values],
-                np.int64,
-            )
+            self.flipped = conv_phases.geometry(
+                self.og, conv_out, self.cg, kernel, (1, 1), flip_pad, dilation, conv_in,
+                (self.out_values, self.in_values),
+            )  # fmt: skip
+        # Other strides (dilation 1): one stride-1 convolution per phase of the input (conv_phases).
+        self.phases = None
+        if self.flipped is None and dilation == (1, 1) and len(kernel) == 2:
+            self.phases = conv_phases.phases(self.cg, self.og, kernel, stride, pad, shape)
+
+    @property
+    def takes_data_gradient(self) -> bool:
+        """Whether the kernels run this geometry's data gradient (for arrays they can take)."""
+        return self.flipped is not None or self.phases is not None
 
     def group_weights(self, w: Any, k: int) -> Any:
         """Group k's weights (O/G, C/G, kh, kw), contiguous float32."""
         return np.ascontiguousarray(w.reshape(self.g, self.og, self.cg, *self.kernel)[k], np.float32)
 
-    def packed_weights(self, w: Any, outputs: int, inputs: int, flip: bool) -> Any:
+    def packed_weights(self, w: Any, outputs: int, inputs: int, flip: bool, phase: Any = None) -> Any:
         """One group's weights w (O/G, C/G, kh, kw) packed for the kernels (flipped: the data
-        gradient's, C/G outputs from O/G inputs)."""
+        gradient's, C/G outputs from O/G inputs; of a phase's taps only, where it is given)."""
         tiles = -(-outputs // self.tile)
-        size = tiles * self.kernel[0] * self.kernel[1] * inputs * self.tile
+        kernel = self.kernel if phase is None else tuple(int(v) for v in phase.geometry[4:6])
+        size = tiles * kernel[0] * kernel[1] * inputs * self.tile
         packed = backend.scratch("direct_conv_weights", (size,), np.float32)
         w0, p0 = w.ctypes.data, packed.ctypes.data
+        taps = None if phase is None else phase.taps.ctypes.data
 
         def pack(start: int, stop: int) -> None:
-            _lib.dc_pack_weights(w0, p0, self.og, self.cg, *self.kernel, int(flip), start, stop)
+            _lib.dc_pack_weights(w0, p0, self.og, self.cg, *kernel, int(flip), start, stop, taps)
 
         # a transposing copy, bound by cache misses: 512 x 512 x 3 x 3 took 1.9 ms on one thread
         parallel.run(pack, tiles, np, parallel.grain(size // tiles))
@@ -208,18 +218,29 @@ class DirectConv:
         return True
 
     def data_gradient(self, dy: Any, w: Any, dx: Any) -> bool:
-        """dx (N, C, H, W) = the data gradient of dy (N, O, OH, OW), with stride 1; False where the
-        kernels do not run it (another stride, or arrays they cannot take)."""
+        """dx (N, C, H, W) = the data gradient of dy (N, O, OH, OW); False where the kernels do not
+        run it (dilation with a stride, or arrays they cannot take)."""
         n = dy.shape[0]
-        if self.flipped is None or not _takes(
+        if not self.takes_data_gradient or not _takes(
             {(-1, self.o, *self.conv_out): dy, (n, self.c, *self.conv_in): dx}
         ):
             return False
         for k in range(self.g):
-            packed = self.packed_weights(self.group_weights(w, k), self.cg, self.og, True)
+            weights = self.group_weights(w, k)
             dy0 = dy.ctypes.data + k * self.og * math.prod(self.conv_out) * 4
             dx0 = dx.ctypes.data + k * self.cg * math.prod(self.conv_in) * 4
-            self.convolve(dy0, packed, dx0, None, n, self.flipped, self.cg)
+            if self.flipped is not None:
+                packed = self.packed_weights(weights, self.cg, self.og, True)
+                self.convolve(dy0, packed, dx0, None, n, self.flipped, self.cg)
+                continue
+            for phase in self.phases or ():
+                (ry, rx), (sy, sx) = phase.start, self.stride
+                if phase.geometry is None:  # no kernel tap reaches these rows and columns
+                    dx[:, k * self.cg : (k + 1) * self.cg, ry::sy, rx::sx] = 0
+                    continue
+                packed = self.packed_weights(weights, self.cg, self.og, True, phase)
+                start = dx0 + (ry * self.conv_in[1] + rx) * 4
+                self.convolve(dy0, packed, start, None, n, phase.geometry, self.cg)
         return True
 
     def weight_gradient(self, x: Any, dy: Any, dw: Any, db: Any = None) -> bool:

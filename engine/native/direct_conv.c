@@ -30,10 +30,13 @@ typedef int64_t idx;
 typedef struct {
     idx c, h, w;           /* input channels, height, width (unpadded) */
     idx o;                 /* output channels */
-    idx kh, kw, sh, sw, ph, pw, dh, dw;
+    idx kh, kw, sh, sw, ph, pw, dh, dw; /* ph, pw: the padding above and left of the input */
     idx oh, ow;            /* output height and width */
     idx in_step, out_step; /* floats from one image to the next of the input and of the output (a
                               group's channels are a slice of each image's) */
+    idx ph_end, pw_end;    /* the padding below and right of the input */
+    idx out_plane, out_row, out_col; /* floats from one output channel, row, column to the next: a
+                                        strided data gradient's phase writes every s-th value */
     idx hp, wp;            /* padded input height and width */
 } geometry;
 
@@ -44,10 +47,10 @@ enum { POSITION_BLOCK = 512, GROUP_POSITIONS = 256, MAX_GROUP = 16, SLACK = 64 }
 
 static geometry read_geometry(const idx *v)
 {
-    geometry g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
-                  v[14], v[15], 0, 0};
-    g.hp = g.h + 2 * g.ph;
-    g.wp = g.w + 2 * g.pw;
+    geometry g = {v[0],  v[1],  v[2],  v[3],  v[4],  v[5],  v[6],  v[7],  v[8],  v[9], v[10],
+                  v[11], v[12], v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20], 0, 0};
+    g.hp = g.h + g.ph + g.ph_end;
+    g.wp = g.w + g.pw + g.pw_end;
     return g;
 }
 
@@ -132,7 +135,7 @@ static void kernel_rows(const geometry *g, idx top, idx bottom, idx *i0, idx *i1
     *i1 = hi;
 }
 
-/* x (C, H, W) -> out (H + 2 ph, W + 2 pw, C), zeros in the padding (each value written once). */
+/* x (C, H, W) -> out (hp, wp, C), zeros in the padding (each value written once). */
 static void pack_image(const float *x, float *out, const geometry *g)
 {
     const idx c_in = g->c, row = g->wp * c_in, left = g->pw * c_in, right = (g->wp - g->pw - g->w) * c_in;
@@ -175,7 +178,7 @@ static idx row_width(const geometry *g, idx vl)
     return g->wp > reach ? g->wp : reach;
 }
 
-/* x (C, H, W) -> out (C, H + 2 ph, width): zero-padded rows, channels kept apart. */
+/* x (C, H, W) -> out (C, hp, width): zero-padded rows, channels kept apart. */
 static void pack_plain(const float *x, float *out, const geometry *g, idx width)
 {
     memset(out, 0, (size_t)(g->c * g->hp * width) * sizeof(float));
@@ -277,7 +280,7 @@ static idx tile_channels(void) { return 2 * kernels()->lanes; }
 /* --- the C interface (engine.layers.conv_direct) -------------------------------------------- */
 
 /* The interface's version: engine.layers.conv_direct.ABI, raised with any change to these functions. */
-idx dc_abi(void) { return 6; }
+idx dc_abi(void) { return 7; }
 
 const char *dc_kernel_name(void) { return kernels()->name; }
 
@@ -309,22 +312,28 @@ idx dc_scratch_floats(const idx *geometry_values, int weight_gradient)
 }
 
 /* w (O, C, kh, kw) -> [tiles][kh][kw][C][tile], zeros past O. With `flip`, the weight of the stride-1
- * data gradient: out channels C, in channels O, the kernel turned round. Tiles [first, stop). A tile's input channel at a
- * time: its lanes read kh kw values of each of the tile's rows of w (flipped: one run of them). */
-void dc_pack_weights(const float *w, float *out, idx o, idx c, idx kh, idx kw, int flip, idx first, idx stop)
+ * data gradient: out channels C, in channels O, the kernel turned round. Tiles [first, stop). With
+ * `taps` (a strided data gradient's phase: the stored kernel's KH, KW, then the first row, row step,
+ * first column, column step), the kh x kw sub-kernel of those taps of a KH x KW kernel. A tile's
+ * input channel at a time: its lanes read kh kw values of each of the tile's rows of w. */
+void dc_pack_weights(const float *w, float *out, idx o, idx c, idx kh, idx kw, int flip, idx first, idx stop,
+                     const idx *taps)
 {
-    const idx tile = tile_channels(), outs = flip ? c : o, ins = flip ? o : c, kernel = kh * kw;
+    const idx tile = tile_channels(), outs = flip ? c : o, ins = flip ? o : c;
+    const idx full[6] = {kh, kw, 0, 1, 0, 1};
+    const idx *t_ = taps ? taps : full, stored = t_[0] * t_[1];
     for (idx t = first; t < stop; t++)
         for (idx b = 0; b < ins; b++)
             for (idx i = 0; i < kh; i++)
                 for (idx j = 0; j < kw; j++) {
                     float *to = out + (((t * kh + i) * kw + j) * ins + b) * tile;
+                    const idx row = flip ? kh - 1 - i : i, column = flip ? kw - 1 - j : j;
+                    const idx at = (t_[2] + t_[3] * row) * t_[1] + t_[4] + t_[5] * column;
                     for (idx lane = 0; lane < tile; lane++) {
                         const idx a = t * tile + lane;
                         float v = 0.0f;
                         if (a < outs)
-                            v = flip ? w[(b * c + a) * kernel + (kh - 1 - i) * kw + (kw - 1 - j)]
-                                     : w[(a * c + b) * kernel + i * kw + j];
+                            v = flip ? w[(b * c + a) * stored + at] : w[(a * c + b) * stored + at];
                         to[lane] = v;
                     }
                 }

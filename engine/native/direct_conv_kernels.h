@@ -58,7 +58,8 @@ TARGET static void NAME(forward)(const float *x, const float *w, const float *bi
                 for (int b = 0; b < PB; b++) {
                     const idx p = p0 + (b < valid ? b : valid - 1), n = p / positions, q = p % positions;
                     base[b] = n * image + position_offset(g, q);
-                    out[b] = (n0 + n) * g->out_step + o0 * positions + q;
+                    out[b] = (n0 + n) * g->out_step + o0 * g->out_plane + (q / g->ow) * g->out_row +
+                             (q % g->ow) * g->out_col;
                     top = q / g->ow < top ? q / g->ow : top;
                     bottom = q / g->ow > bottom ? q / g->ow : bottom;
                 }
@@ -69,7 +70,7 @@ TARGET static void NAME(forward)(const float *x, const float *w, const float *bi
                 for (idx k = 0; k < o_count; k++) {
                     const float add = bias ? bias[o0 + k] : 0.0f;
                     for (idx b = 0; b < valid; b++)
-                        y[out[b] + k * positions] = acc[b][k / VL][k % VL] + add;
+                        y[out[b] + k * g->out_plane] = acc[b][k / VL][k % VL] + add;
                 }
             }
         }

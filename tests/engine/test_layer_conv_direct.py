@@ -35,6 +35,26 @@ DIRECT_GEOMETRIES = GEOMETRIES + [
     ("Convolution", {"num_output": 64, "kernel_size": 5, "pad": 2, "group": 2}, (3, 16, 7, 6)),
     # 100 positions an image: groups of 3 images (256 positions), the last one short
     ("Convolution", {"num_output": 20, "kernel_size": 3, "pad": 1}, (7, 6, 10, 10)),
+    # strided data gradients by phases (conv_phases): a stride larger than the kernel (phases no tap
+    # reaches), odd sizes, two strides and kernel sizes, a pad beyond the kernel (the GEMM path's),
+    # and a strided Deconvolution (whose forward is a data gradient)
+    ("Convolution", {"num_output": 20, "kernel_size": 2, "stride": 3}, (2, 6, 11, 10)),
+    ("Convolution", {"num_output": 24, "kernel_size": 5, "stride": 2, "pad": 2}, (3, 7, 13, 9)),
+    (
+        "Convolution",
+        {
+            "num_output": 18,
+            "kernel_h": 3,
+            "kernel_w": 4,
+            "stride_h": 2,
+            "stride_w": 3,
+            "pad_h": 1,
+            "pad_w": 2,
+        },
+        (2, 5, 9, 14),
+    ),
+    ("Convolution", {"num_output": 16, "kernel_size": 3, "stride": 2, "pad": 3}, (2, 4, 7, 7)),
+    ("Deconvolution", {"num_output": 20, "kernel_size": 4, "stride": 2, "pad": 1}, (2, 12, 5, 6)),
 ]
 
 
@@ -105,8 +125,11 @@ def test_float32_layers_take_the_direct_path(monkeypatch):
     same = {"num_output": 8, "kernel_size": 3, "pad": 1}
     all_three = {"forward": 1, "data_gradient": 1, "weight_gradient": 1, "weight_gradient_by_rows": 0}
     assert direct_passes(monkeypatch, same, (2, 32, 12, 12)) == all_three
+    # a strided data gradient by phases (conv_phases); with dilation too, the GEMM path's scatter
     strided = {"num_output": 8, "kernel_size": 3, "stride": 2, "pad": 1}
-    assert direct_passes(monkeypatch, strided, (8, 32, 12, 12))["data_gradient"] == 0
+    assert direct_passes(monkeypatch, strided, (8, 32, 12, 12))["data_gradient"] == 1
+    dilated = strided | {"dilation": 2, "pad": 2}
+    assert direct_passes(monkeypatch, dilated, (8, 32, 12, 12))["data_gradient"] == 0
     # a first layer's 3 channels x 5 columns fill 15 of a tile's lanes: vectors along the rows instead;
     # with stride 2 along the rows, or a kernel 7 wide, neither: the GEMM path's weight gradient
     first = direct_passes(monkeypatch, same | {"kernel_size": 5}, (2, 3, 12, 12))
@@ -149,7 +172,10 @@ def test_arrays_the_kernels_cannot_take_are_left_to_the_caller():
         np.ones((2, 4, 5, 5), np.float32), np.ones((2, 6, 5, 5), np.float32), dw[:3]
     )
     strided = conv_direct.DirectConv(ConvShape(4, 6, 1, (3, 3), (2, 2), (1, 1), (1, 1), (5, 5), (3, 3)))
-    assert not strided.data_gradient(np.ones((2, 6, 3, 3), np.float32), w, np.zeros((2, 4, 5, 5), np.float32))
+    dx = np.zeros((2, 4, 5, 6), np.float32)
+    assert not strided.data_gradient(np.ones((2, 6, 3, 3), np.float32), w, dx) and not dx.any()
+    dilated = conv_direct.DirectConv(ConvShape(4, 6, 1, (3, 3), (2, 2), (2, 2), (2, 2), (5, 5), (3, 3)))
+    assert not dilated.data_gradient(np.ones((2, 6, 3, 3), np.float32), w, np.zeros((2, 4, 5, 5), np.float32))
 
 
 def test_an_unknown_kernel_set_is_refused():
