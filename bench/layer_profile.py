@@ -60,11 +60,12 @@ def profile(name: str, steps: int, cores: int, by_layer: bool = False) -> None:
         kind = f"{layer.name} ({kind_of(layer)})" if by_layer else kind_of(layer)
         layer.forward = clock.timed((kind, "forward"), layer.forward)
         layer.backward = clock.timed((kind, "backward"), layer.backward)
-    for i, pair in solver.net.fused.items():  # a BatchNorm and its Scale run as one (engine.fusion)
-        norm, scale = solver.net.layers[i], solver.net.layers[i + 1]
-        kind = f"{norm.name}+{scale.name} (BatchNorm+Scale)" if by_layer else "BatchNorm+Scale"
-        pair.forward = clock.timed((kind, "forward"), pair.forward)
-        pair.backward = clock.timed((kind, "backward"), pair.backward)
+    for i, group in solver.net.fused.items():  # BatchNorm, Scale (ReLU) run as one (engine.fusion)
+        members = solver.net.layers[i : i + group.size]
+        kinds = "+".join(kind_of(layer) for layer in members)
+        kind = f"{'+'.join(layer.name for layer in members)} ({kinds})" if by_layer else kinds
+        group.forward = clock.timed((kind, "forward"), group.forward)
+        group.backward = clock.timed((kind, "backward"), group.backward)
     solver.apply_update = clock.timed(("SGD update", ""), solver.apply_update)
     solver.step(2)
     clock.clear()

@@ -177,7 +177,7 @@ class Net:
         self._blob_index = {name: blob_id for blob_id, name in enumerate(self.blob_names)}
         self._layer_index = {name: layer_id for layer_id, name in enumerate(self.layer_names)}
         self._share_weights()
-        self.fused = fusion.pairs(self.layers, self.bottom_vecs, self.top_vecs)
+        self.fused = fusion.groups(self.layers, self.bottom_vecs, self.top_vecs)
 
     def _append_top(
         self,
@@ -322,11 +322,12 @@ class Net:
             i += 1
             layer, bottom, top = self.layers[i], self.bottom_vecs[i], self.top_vecs[i]
             _reshape(layer, bottom, top)
-            pair = fused.get(i) if i < end else None
-            if pair is not None:  # a BatchNorm and its Scale, as one (engine.fusion)
-                _reshape(self.layers[i + 1], self.bottom_vecs[i + 1], self.top_vecs[i + 1])
-                if self._run(layer, "forward", pair.forward):
-                    i += 1
+            group = fused.get(i)
+            if group is not None and i + group.size - 1 <= end:  # BatchNorm, Scale (ReLU) as one
+                for j in range(i + 1, i + group.size):
+                    _reshape(self.layers[j], self.bottom_vecs[j], self.top_vecs[j])
+                if self._run(layer, "forward", group.forward):
+                    i += group.size - 1
                     continue
             self._run(layer, "forward", layer.forward, bottom, top)
             for top_id, blob in enumerate(top):
@@ -357,22 +358,25 @@ class Net:
             if not self.layer_need_backward[i]:
                 continue
             layer = self.layers[i]
-            pair = fused.get(i - 1) if i > end else None  # this layer a Scale fused with a BatchNorm
-            if (
-                pair is not None
-                and self._both_propagate(i - 1)
-                and self._run(layer, "backward", pair.backward)
-            ):
-                i -= 1
+            group = self._group_ending_at(fused, i, end)
+            if group is not None and self._run(layer, "backward", group.backward):
+                i -= group.size - 1
                 continue
             top, down, bottom = self.top_vecs[i], self.bottom_need_backward[i], self.bottom_vecs[i]
             self._run(layer, "backward", layer.backward, top, down, bottom)
             if self.debug_info:
                 self._backward_debug_info(i)
 
-    def _both_propagate(self, i: int) -> bool:
-        """Whether layers i and i + 1 both backpropagate, each to its bottom (a fused pair's backward)."""
-        return all(self.layer_need_backward[j] and all(self.bottom_need_backward[j]) for j in (i, i + 1))
+    def _group_ending_at(self, fused: dict[int, Any], i: int, end: int) -> Any:
+        """The fused group whose last layer is layer i, where its layers are all at or after ``end``
+        and all backpropagate, each to its bottom; else None."""
+        for first in range(max(end, i - 2), i):
+            group = fused.get(first)
+            if group is not None and first + group.size - 1 == i:
+                layers = range(first, i + 1)
+                if all(self.layer_need_backward[j] and all(self.bottom_need_backward[j]) for j in layers):
+                    return group
+        return None
 
     @staticmethod
     def _run(layer: Layer, what: str, step: Callable[..., Any], *args: Any) -> Any:

@@ -112,11 +112,12 @@ class BatchNormLayer(Layer):
         var_sum += var * (m / (m - 1) if m > 1 else 1.0)
 
     def forward_compiled(
-        self, bottom: list[Blob], top: list[Blob], scale: Any = None, bias: Any = None
+        self, bottom: list[Blob], top: list[Blob], scale: Any = None, bias: Any = None, relu: bool = False
     ) -> bool:
         """The forward by the compiled kernels (engine.layers.channel_norm), with y = y * scale + bias
-        in the same pass where ``scale`` (C,) is given (the Scale after this layer, engine.fusion);
-        False, with nothing done, where they cannot run it (cupy, float64, a blob of no values)."""
+        (then max(y, 0) where ``relu``) in the same pass where ``scale`` (C,) is given (the Scale and
+        ReLU after this layer, engine.fusion); False, with nothing done, where they cannot run it
+        (cupy, float64, a blob of no values)."""
         if bottom[0].count() == 0 or not channel_norm.available():
             return False
         x = self._view(bottom[0], bottom[0].data)
@@ -125,7 +126,8 @@ class BatchNormLayer(Layer):
         mean, var = (np.empty(c, x.dtype), np.empty(c, x.dtype)) if batch else self._global_statistics()
         std = np.empty((1, c, 1), x.dtype)
         y = self._view(top[0], top[0].data)
-        if not channel_norm.forward(x, self._x_norm(x), y, batch, self.eps, (mean, var, std), scale, bias):
+        stats = (mean, var, std)
+        if not channel_norm.forward(x, self._x_norm(x), y, batch, self.eps, stats, scale, bias, relu):
             return False
         self.std = std
         if batch:
@@ -171,18 +173,26 @@ class BatchNormLayer(Layer):
             self._backward_arrays(top, bottom)
 
     def backward_compiled(
-        self, top: list[Blob], bottom: list[Blob], scale: Any = None, d_scale: Any = None, d_bias: Any = None
+        self,
+        top: list[Blob],
+        bottom: list[Blob],
+        scale: Any = None,
+        d_scale: Any = None,
+        d_bias: Any = None,
+        relu: bool = False,
     ) -> bool:
         """The backward by the compiled kernels, from dE/dy of the Scale after this layer where
         ``scale`` (C,) is given (engine.fusion: its d_scale and d_bias, where given, take their
-        sums too); False, with nothing done, where they cannot run it."""
+        sums too), and of the ReLU after that where ``relu`` (the top's data its output); False,
+        with nothing done, where they cannot run it."""
         if bottom[0].count() == 0 or not channel_norm.available() or self.x_norm is None:
             return False
         dy = self._view(top[0], top[0].diff)
         dx = self._view(bottom[0], bottom[0].diff)
         std = self.std.reshape(-1)
         batch = not self.use_global_stats
-        return channel_norm.backward(dy, self.x_norm, dx, batch, std, scale, d_scale, d_bias)
+        keep = self._view(top[0], top[0].data) if relu else None
+        return channel_norm.backward(dy, self.x_norm, dx, batch, std, scale, d_scale, d_bias, keep)
 
     def _backward_arrays(self, top: list[Blob], bottom: list[Blob]) -> None:
         """The backward in numpy or cupy array operations."""

@@ -24,16 +24,16 @@ import numpy as np
 from engine import compiled, parallel
 
 _P, _I = compiled.POINTER, compiled.INDEX
-ABI = 1  # cn_abi() of the C file these calls are written for
+ABI = 2  # cn_abi() of the C file these calls are written for
 
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "cn_kernel_name": (ctypes.c_char_p, []),
     "cn_select": (ctypes.c_int, [ctypes.c_char_p]),
     "cn_forward": (
         None,
-        [_P, _P, _P, _I, _I, _I, _I, _I, ctypes.c_int, ctypes.c_float, _P, _P, _P, _P, _P],
+        [_P, _P, _P, _I, _I, _I, _I, _I, ctypes.c_int, ctypes.c_float, _P, _P, _P, _P, _P, ctypes.c_int],
     ),
-    "cn_backward": (None, [_P, _P, _P, _I, _I, _I, _I, _I, ctypes.c_int, _P, _P, _P, _P]),
+    "cn_backward": (None, [_P, _P, _P, _I, _I, _I, _I, _I, ctypes.c_int, _P, _P, _P, _P, _P]),
 }
 
 
@@ -74,36 +74,53 @@ def _address(a: Any) -> int | None:
 
 
 def forward(
-    x: Any, x_norm: Any, y: Any, batch: bool, eps: float, stats: tuple[Any, Any, Any], scale: Any, bias: Any
+    x: Any,
+    x_norm: Any,
+    y: Any,
+    batch: bool,
+    eps: float,
+    stats: tuple[Any, Any, Any],
+    scale: Any,
+    bias: Any,
+    relu: bool = False,
 ) -> bool:
-    """x_norm = (x - mean) / std and y = x_norm * scale + bias (y = x_norm where scale is None), for
-    (N, C, S) arrays; stats (mean, var, std), each of C values: mean and var computed from the batch
-    (the biased variance) where ``batch``, else read; std written. False (nothing done) for arrays
-    the kernels cannot take."""
+    """x_norm = (x - mean) / std and y = x_norm * scale + bias (y = x_norm where scale is None), then
+    max(y, 0) where ``relu`` (with a scale), for (N, C, S) arrays; stats (mean, var, std), each of C
+    values: mean and var computed from the batch (the biased variance) where ``batch``, else read;
+    std written. False (nothing done) for arrays the kernels cannot take."""
     mean, var, std = stats
-    if not _takes([x, x_norm, y], [mean, var, std, scale, bias], x.shape):
+    if not _takes([x, x_norm, y], [mean, var, std, scale, bias], x.shape) or (relu and scale is None):
         return False
     n, c, s = x.shape
     a = [_address(v) for v in (x, x_norm, y, mean, var, std, scale, bias)]
 
     def channels(start: int, stop: int) -> None:
-        _lib.cn_forward(a[0], a[1], a[2], n, c, s, start, stop, int(batch), eps, *a[3:])
+        _lib.cn_forward(a[0], a[1], a[2], n, c, s, start, stop, int(batch), eps, *a[3:], int(relu))
 
     parallel.run(channels, c, np, parallel.grain(n * s))
     return True
 
 
 def backward(
-    dy: Any, x_norm: Any, dx: Any, batch: bool, std: Any, scale: Any, d_scale: Any, d_bias: Any
+    dy: Any,
+    x_norm: Any,
+    dx: Any,
+    batch: bool,
+    std: Any,
+    scale: Any,
+    d_scale: Any,
+    d_bias: Any,
+    keep: Any = None,
 ) -> bool:
-    """d_scale += sum(dy x_norm) and d_bias += sum(dy) per channel where given; dx (None: not wanted)
-    = scale / std (dy - mean(dy) - x_norm mean(dy x_norm)) with ``batch`` statistics, else
-    scale / std dy (scale 1 where None). False (nothing done) for arrays the kernels cannot take."""
-    blobs = [dy, x_norm] + ([] if dx is None else [dx])
+    """With g = dy (where ``keep`` is given, a ReLU's output after the Scale: dy where keep > 0, else
+    0): d_scale += sum(g x_norm) and d_bias += sum(g) per channel where given; dx (None: not wanted)
+    = scale / std (g - mean(g) - x_norm mean(g x_norm)) with ``batch`` statistics, else scale / std g
+    (scale 1 where None). False (nothing done) for arrays the kernels cannot take."""
+    blobs = [dy, x_norm] + [a for a in (dx, keep) if a is not None]
     if not _takes(blobs, [std, scale, d_scale, d_bias], dy.shape):
         return False
     n, c, s = dy.shape
-    a = [_address(v) for v in (dy, x_norm, dx, std, scale, d_scale, d_bias)]
+    a = [_address(v) for v in (dy, x_norm, dx, std, scale, d_scale, d_bias, keep)]
 
     def channels(start: int, stop: int) -> None:
         _lib.cn_backward(a[0], a[1], a[2], n, c, s, start, stop, int(batch), *a[3:])

@@ -30,7 +30,7 @@
 
 typedef int64_t idx;
 
-enum { ABI = 1 };
+enum { ABI = 2 };
 
 #define CAT(a, b) a##_##b
 #define JOIN(a, b) CAT(a, b)
@@ -62,9 +62,9 @@ enum { ABI = 1 };
 #undef VL
 
 typedef void (*forward_fn)(const float *, float *, float *, idx, idx, idx, idx, idx, int, float, float *,
-                           float *, float *, const float *, const float *);
+                           float *, float *, const float *, const float *, int);
 typedef void (*backward_fn)(const float *, const float *, float *, idx, idx, idx, idx, idx, int,
-                            const float *, const float *, float *, float *);
+                            const float *, const float *, float *, float *, const float *);
 
 typedef struct {
     const char *name;
@@ -124,20 +124,24 @@ int cn_select(const char *name)
 
 /* Channels [c0, c1) of x (n, c, s): mean[] and var[] (the biased variance) from the batch where
  * `batch`, else read from them; std[] = sqrt(var + eps); x_norm = (x - mean) / std; y = x_norm *
- * scale + bias where scale is given (bias may be NULL), else y = x_norm (y may be x_norm itself). */
+ * scale + bias where scale is given (bias may be NULL), then max(y, 0) where `relu` (a ReLU after
+ * the Scale), else y = x_norm (y may be x_norm itself). */
 void cn_forward(const float *x, float *x_norm, float *y, idx n, idx c, idx s, idx c0, idx c1, int batch,
-                float eps, float *mean, float *var, float *std, const float *scale, const float *bias)
+                float eps, float *mean, float *var, float *std, const float *scale, const float *bias, int relu)
 {
-    kernels()->forward(x, x_norm, y, n, c, s, c0, c1, batch, eps, mean, var, std, scale, bias);
+    kernels()->forward(x, x_norm, y, n, c, s, c0, c1, batch, eps, mean, var, std, scale, bias, relu);
 }
 
-/* Channels [c0, c1): d_scale[] += sum(dy * x_norm) and d_bias[] += sum(dy) where given (the Scale's
- * gradients); where dx is given, dx = scale / std * (dy - mean(dy) - x_norm * mean(dy * x_norm))
- * with `batch` statistics, else scale / std * dy (scale 1 where NULL). dx may be dy itself. */
+/* Channels [c0, c1): with g = dy, or dy where keep > 0 and 0 elsewhere where `keep` is given (the
+ * gradient through a ReLU after the Scale, keep its output): d_scale[] += sum(g * x_norm) and
+ * d_bias[] += sum(g) where given (the Scale's gradients); where dx is given, dx = scale / std *
+ * (g - mean(g) - x_norm * mean(g * x_norm)) with `batch` statistics, else scale / std * g (scale 1
+ * where NULL). dx may be dy itself. */
 void cn_backward(const float *dy, const float *x_norm, float *dx, idx n, idx c, idx s, idx c0, idx c1,
-                 int batch, const float *std, const float *scale, float *d_scale, float *d_bias)
+                 int batch, const float *std, const float *scale, float *d_scale, float *d_bias,
+                 const float *keep)
 {
-    kernels()->backward(dy, x_norm, dx, n, c, s, c0, c1, batch, std, scale, d_scale, d_bias);
+    kernels()->backward(dy, x_norm, dx, n, c, s, c0, c1, batch, std, scale, d_scale, d_bias, keep);
 }
 
 /* A module Python can find, and ctypes then opens: it defines no Python functions. */

@@ -1,6 +1,7 @@
-"""A BatchNorm and the in-place Scale after it run as one (engine.fusion) with the numbers of the two
-run one by one: loss, every blob's data and diff, the learned and running parameters; and only where
-nothing shows the difference (both in place, no loss weight, both layers run, no debug_info)."""
+"""A BatchNorm, the in-place Scale after it and a ReLU after that run as one (engine.fusion) with the
+numbers of the layers run one by one: loss, every blob's data and diff, the learned and running
+parameters; and only where nothing shows the difference (all in place, no loss weight, every layer
+of the group runs, no debug_info)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def net_text(
     bn_params="",
     scale_extra="",
     between="",
+    relu="",
 ):
     """Input -> conv -> BatchNorm -> Scale (bias) -> ReLU -> InnerProduct -> SoftmaxWithLoss."""
     return f"""
@@ -38,7 +40,7 @@ layer {{ name: "bn" type: "BatchNorm" bottom: "conv" top: "{bn_top}" {bn_params}
 layer {{ name: "scale" type: "Scale" bottom: "{scale_bottom}" top: "{scale_top}" {scale_params}
         scale_param {{ bias_term: true filler {{ type: "uniform" min: 0.5 max: 2 }}
                       bias_filler {{ type: "uniform" min: -1 max: 1 }} }} {scale_extra} }}
-layer {{ name: "relu" type: "ReLU" bottom: "{scale_top}" top: "{scale_top}" }}
+layer {{ name: "relu" type: "ReLU" bottom: "{scale_top}" top: "{scale_top}" {relu} }}
 layer {{ name: "ip" type: "InnerProduct" bottom: "{scale_top}" top: "ip"
         inner_product_param {{ num_output: 3 weight_filler {{ type: "gaussian" std: 0.5 }} }} }}
 layer {{ name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }}
@@ -92,17 +94,24 @@ def train_both(fused, alone, steps=2):
     ["", "batch_norm_param { use_global_stats: true }"],
     ids=["batch statistics", "global statistics"],
 )
-def test_the_pair_as_one_gives_the_numbers_of_the_two(bn_params):
-    fused, alone = nets(net_text(bn_params=bn_params))
+@pytest.mark.parametrize(
+    "relu, size",
+    [("", 3), ("relu_param { negative_slope: 0.1 }", 2)],
+    ids=["with the relu", "a leaky relu apart"],
+)
+def test_the_group_as_one_gives_the_numbers_of_its_layers(bn_params, relu, size):
+    fused, alone = nets(net_text(bn_params=bn_params, relu=relu))
     assert list(fused.fused) == [2]  # the BatchNorm's index
+    group = fused.fused[2]
+    assert group.size == size
     calls = []
-    pair = fused.fused[2]
     for what in ("forward", "backward"):
-        run = getattr(pair, what)
-        setattr(pair, what, lambda run=run, what=what: calls.append(what) or run())
+        run = getattr(group, what)
+        setattr(group, what, lambda run=run, what=what: calls.append(what) or run())
     train_both(fused, alone)
     assert calls == ["forward", "backward"] * 2
     assert_same(fused, alone)
+    assert (fused.blob_by_name("conv").data < 0).any() == bool(relu)  # the ReLU ran, in the group or not
 
 
 def test_a_scale_that_learns_nothing_gets_no_gradient():
@@ -145,18 +154,31 @@ def test_pairs_that_would_show_are_not_fused(fields):
     assert_same(fused, alone)
 
 
-def test_forward_to_the_batch_norm_leaves_x_norm_in_the_blob():
+@pytest.mark.parametrize("end", [2, 3])
+def test_forward_to_a_layer_inside_the_group_leaves_its_output_in_the_blob(end):
     fused, alone = nets(net_text())
-    fused.forward_to(2)
-    alone.forward_to(2)
+    fused.forward_to(end)
+    alone.forward_to(end)
     assert_same(fused, alone)
     conv = fused.blob_by_name("conv").data
-    assert np.allclose(conv.mean(axis=(0, 2, 3)), 0, atol=1e-5)  # not scaled and shifted
-    # then the rest: the Scale alone, and a backward after that runs the layers one by one
-    fused.forward_from(3)
-    alone.forward_from(3)
+    assert np.allclose(conv.mean(axis=(0, 2, 3)), 0, atol=1e-5) == (end == 2)  # x_norm: not scaled
+    assert (conv < 0).any()  # no ReLU yet
+    # then the rest, and a backward after that runs the layers one by one
+    fused.forward_from(end + 1)
+    alone.forward_from(end + 1)
     fused.backward()
     alone.backward()
+    assert_same(fused, alone)
+
+
+def test_backward_from_inside_the_group_runs_its_layers_one_by_one():
+    fused, alone = nets(net_text())
+    fused.forward_from_to()
+    alone.forward_from_to()
+    for net in (fused, alone):
+        blob = net.blob_by_name("conv")
+        blob.diff[...] = np.linspace(-1, 1, blob.count()).reshape(blob.shape)
+        net.backward_from_to(3, 0)  # from the Scale down: the ReLU's backward is not run
     assert_same(fused, alone)
 
 
@@ -167,7 +189,7 @@ def test_debug_info_runs_the_layers_one_by_one():
     def refuse():
         raise AssertionError("debug_info prints each layer's blobs: the pair must not run as one")
 
-    fused.fused[2].forward = fused.fused[2].backward = refuse
+    fused.fused[2].forward = fused.fused[2].backward = refuse  # type: ignore[method-assign]
     train_both(fused, alone)
     assert_same(fused, alone)
 
@@ -178,3 +200,13 @@ def test_the_scale_run_alone_after_the_pair_keeps_batch_norms_x_norm():
     x_norm = fused.layer_by_name("bn").x_norm.copy()
     fused.forward_from_to(3, 3)  # the Scale again, alone, in place: it keeps its own copy of its input
     np.testing.assert_array_equal(fused.layer_by_name("bn").x_norm, x_norm)
+
+
+def test_layers_without_tops_are_passed_over():
+    """A Silence layer (no top) among the layers: the search for groups steps over it."""
+    silence = 'layer { name: "quiet" type: "Silence" bottom: "label" }\n'
+    text = net_text().replace('layer { name: "bn"', silence + 'layer { name: "bn"')
+    fused, alone = nets(text)
+    assert [group.norm.name for group in fused.fused.values()] == ["bn"]
+    train_both(fused, alone)
+    assert_same(fused, alone)

@@ -53,7 +53,7 @@ def factors(c, affine, seed=1):
     return scale, bias
 
 
-def reference_forward(x, batch, mean, var, scale, bias):
+def reference_forward(x, batch, mean, var, scale, bias, relu=False):
     x = x.astype(np.float64)
     if batch:
         mean = x.mean(axis=(0, 2))
@@ -61,11 +61,13 @@ def reference_forward(x, batch, mean, var, scale, bias):
     std = np.sqrt(np.asarray(var, np.float64) + EPS)
     x_norm = (x - np.asarray(mean, np.float64)[:, None]) / std[:, None]
     y = x_norm if scale is None else x_norm * scale[:, None] + (0 if bias is None else bias[:, None])
-    return mean, var, std, x_norm, y
+    return mean, var, std, x_norm, np.maximum(y, 0) if relu else y
 
 
-def reference_backward(dy, x_norm, batch, std, scale):
+def reference_backward(dy, x_norm, batch, std, scale, keep=None):
     dy, x_norm = dy.astype(np.float64), x_norm.astype(np.float64)
+    if keep is not None:  # through a ReLU whose output is keep
+        dy = np.where(keep > 0, dy, 0)
     scaled = dy if scale is None else dy * scale[:, None]
     if batch:
         mean_dy = scaled.mean(axis=(0, 2))[:, None]
@@ -82,40 +84,58 @@ def close(a, b, what):
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("batch", [True, False])
-@pytest.mark.parametrize("affine", [None, "scale", "bias"])
+@pytest.mark.parametrize("affine", [None, "scale", "bias", "relu"])
 @pytest.mark.parametrize("in_place", [False, True])
 def test_forward_matches_the_reference(kernel_set, threads, shape, batch, affine, in_place):
     x = data(shape)
     c = shape[1]
-    scale, bias = factors(c, affine)
+    relu = affine == "relu"
+    scale, bias = factors(c, "bias" if relu else affine)
     given_mean = np.linspace(4, 6, c).astype(np.float32)
     given_var = np.linspace(5, 12, c).astype(np.float32)
     mean, var, std = (given_mean.copy(), given_var.copy(), np.zeros(c, np.float32))
-    expected = reference_forward(x, batch, given_mean, given_var, scale, bias)
+    expected = reference_forward(x, batch, given_mean, given_var, scale, bias, relu)
     x_norm = np.full(shape, np.nan, np.float32)
     y = x if in_place else np.full(shape, np.nan, np.float32)
-    assert channel_norm.forward(x, x_norm, y, batch, EPS, (mean, var, std), scale, bias)
+    assert channel_norm.forward(x, x_norm, y, batch, EPS, (mean, var, std), scale, bias, relu)
     for what, got, want in zip(("mean", "var", "std", "x_norm", "y"), (mean, var, std, x_norm, y), expected):
         close(got, want, what)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("batch", [True, False])
-@pytest.mark.parametrize("affine", [None, "scale"])
+@pytest.mark.parametrize("affine", [None, "scale", "relu"])
 @pytest.mark.parametrize("in_place", [False, True])
 def test_backward_matches_the_reference(kernel_set, threads, shape, batch, affine, in_place):
     c = shape[1]
     _, _, std, x_norm, _ = reference_forward(data(shape), True, None, None, None, None)
     x_norm, std = x_norm.astype(np.float32), std.astype(np.float32)
     dy = data(shape, seed=2) - 5
-    scale, _ = factors(c, affine)
-    dx_want, d_scale_want, d_bias_want = reference_backward(dy, x_norm, batch, std, scale)
+    scale, _ = factors(c, affine and "scale")
+    keep = (x_norm - 0.3).astype(np.float32) if affine == "relu" else None  # a ReLU's output, 0 or not
+    dx_want, d_scale_want, d_bias_want = reference_backward(dy, x_norm, batch, std, scale, keep)
     d_scale, d_bias = np.ones(c, np.float32), np.full(c, 2, np.float32)  # the gradients add up
     dx = dy if in_place else np.full(shape, np.nan, np.float32)
-    assert channel_norm.backward(dy, x_norm, dx, batch, std, scale, d_scale, d_bias)
+    assert channel_norm.backward(dy, x_norm, dx, batch, std, scale, d_scale, d_bias, keep)
     close(dx, dx_want, "dx")
     close(d_scale, d_scale_want + 1, "d_scale")
     close(d_bias, d_bias_want + 2, "d_bias")
+
+
+def test_the_relu_passes_nan_on_and_no_gradient_through_it(kernel_set):
+    """Caffe's ReLU (std::max(x, 0)) gives NaN for NaN; its gradient is dy only where its output > 0."""
+    shape = (1, 2, 37)
+    x = data(shape)
+    x[0, 0, [3, 36]] = np.nan  # one in a vector, one in the tail
+    stats = (np.full(2, 5, np.float32), np.full(2, 9, np.float32), np.zeros(2, np.float32))
+    scale, bias = factors(2, "bias")
+    y = np.empty_like(x)
+    assert channel_norm.forward(x, np.empty_like(x), y, False, EPS, stats, scale, bias, True)
+    assert np.isnan(y[0, 0, [3, 36]]).all() and (y[~np.isnan(y)] >= 0).all()
+    dy, dx = np.ones(shape, np.float32), np.empty(shape, np.float32)
+    std = np.ones(2, np.float32)
+    assert channel_norm.backward(dy, np.zeros(shape, np.float32), dx, False, std, None, None, None, y)
+    np.testing.assert_array_equal(dx, (y > 0).astype(np.float32))
 
 
 def test_backward_without_dx_sums_the_scale_gradients_only(kernel_set):
