@@ -1,9 +1,10 @@
 """The compiled parts: the CPU's kernels in engine/native (direct_conv.c: convolutions;
-channel_norm.c: BatchNorm with the Scale after it).
+channel_norm.c: BatchNorm with the Scale after it; max_pool.c: MAX pooling).
 
 Everything else is in pyproject.toml. The extensions are optional: where no C compiler is found the
-install still succeeds and those layers take the numpy/BLAS path (engine.layers.conv_direct and
-engine.layers.channel_norm say which). Each is built with -O3 for the baseline instruction set; each
+install still succeeds and those layers take the numpy/BLAS path (engine.layers.conv_direct,
+engine.layers.channel_norm and engine.layers.max_pool say which). Each is built with -O3 for the
+baseline instruction set; each
 file carries its own AVX2 and AVX-512 copies and picks one from the CPU at run time, so one build
 runs on any x86-64 machine.
 """
@@ -22,6 +23,6 @@ setup(
             extra_compile_args=flags,
             optional=True,
         )
-        for name in ("direct_conv", "channel_norm")
+        for name in ("direct_conv", "channel_norm", "max_pool")
     ]
 )

@@ -198,6 +198,7 @@ def bench_net(name: str, args: argparse.Namespace, env: Path | None, folder: Pat
     before = load()
     for _ in range(args.rounds):
         for who, run in runners.items():
+            time.sleep(args.settle)  # the last one's BLAS / OpenMP threads stop spinning (see --settle)
             start, used = time.perf_counter(), time.process_time()
             measured = run(steps)
             if measured is None:  # in this process
@@ -242,6 +243,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=0, help="steps per round (0: a default per net)")
     parser.add_argument(
         "--caffe", help="real Caffe's env.sh (default: $CAFFE_ROOT/env.sh, ~/caffe-ref/env.sh)"
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.3,
+        help="seconds between one's round and the next one's: OpenBLAS's idle threads spin about 0.1 s "
+        "after their last call (Caffe's, in its child process), taking a core from whoever runs next",
     )
     parser.add_argument("--no-caffe", action="store_true")
     parser.add_argument("--no-torch", action="store_true")

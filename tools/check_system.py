@@ -116,7 +116,7 @@ def install(packages: list[str]) -> bool:
 def note_kernels() -> None:
     """Say so when the install built no compiled kernels (no C compiler): all works, slower."""
     try:
-        from engine.layers import channel_norm, conv_direct
+        from engine.layers import channel_norm, conv_direct, max_pool
     except Exception:  # the engine itself is checked by its own imports, not here
         return
     missing = [
@@ -124,6 +124,7 @@ def note_kernels() -> None:
         for library, name, knob, what in (
             (conv_direct, "direct_conv", "BARISTA_DIRECT_CONV", "the direct convolution kernels"),
             (channel_norm, "channel_norm", "BARISTA_CHANNEL_NORM", "the BatchNorm kernels"),
+            (max_pool, "max_pool", "BARISTA_MAX_POOL", "the MAX pooling kernels"),
         )
         if not library.available() and os.environ.get(knob) != "0"
     ]

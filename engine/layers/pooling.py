@@ -16,9 +16,10 @@ In general the windows are gathered as patches (K, N, C, PH, PW) and reduced ove
 windows tile the image (stride = kernel, global pooling, SPP), else one strided slice per kernel offset.
 That is the reference path (AVE's on the GPU; on the CPU AVE sums along window rows, then down
 them, over strided views: engine.layers.pooling_cpu). MAX has a faster one on each device: on the
-GPU, fused kernels (engine.kernels) that keep an int32 argmax; on the CPU, a tournament over the
-frame's phase planes a block of images at a time, keeping each window's int8 choice
-(engine.layers.pooling_cpu).
+GPU, fused kernels (engine.kernels) that keep an int32 argmax; on the CPU in float32, compiled
+kernels that go along each row, then down the rows, keeping an int32 index (engine.layers.max_pool);
+else a tournament over the frame's phase planes a block of images at a time, keeping each window's
+int8 choice (engine.layers.pooling_cpu).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 
 from engine import backend, kernels, rng
 from engine.blob import Blob, shape_string
-from engine.layers import facts, pooling_cpu
+from engine.layers import facts, max_pool, pooling_cpu
 from engine.layers.base import Layer
 from engine.layers.conv import check_workspace
 from engine.layers.im2col import kernel_offsets, window_slices
@@ -213,6 +214,12 @@ class PoolingLayer(Layer):
                 if len(top) > 1:
                     top[1].data[...] = self.index
                 return
+            if self.fast == "compiled":
+                if not max_pool.forward(x, y, self.index, self.geometry()):
+                    raise AssertionError("max_path chose the compiled kernels for arrays they refuse")
+                if len(top) > 1:
+                    top[1].data[...] = self.index
+                return
             if self.fast == "cpu":
                 cpu_max = self.cpu_pool(pooling_cpu.MaxPool, x)
                 cpu_max.forward(x, y)
@@ -275,6 +282,9 @@ class PoolingLayer(Layer):
             self.unpatch(xp.broadcast_to(share, (k, *dy.shape)), bottom[0])
         elif self.method == P.MAX and self.fast == "kernel":
             kernels.max_pool_backward(dy, self.index, bottom[0].diff, self.kernel, self.stride, self.pad)
+        elif self.method == P.MAX and self.fast == "compiled":
+            if not max_pool.backward(dy, self.index, bottom[0].diff, self.geometry()):
+                raise AssertionError("the compiled MAX pooling refuses the arrays its forward took")
         elif self.method == P.MAX and self.fast == "cpu":
             self.cpu_pool(pooling_cpu.MaxPool, bottom[0].data).backward(dy, bottom[0].diff)
         elif self.method == P.MAX or self.phase == caffe_pb2.TRAIN:
@@ -293,11 +303,20 @@ class PoolingLayer(Layer):
         return known
 
     def max_path(self, x: Any) -> str | None:
-        """'kernel' (the GPU's fused kernels), 'cpu' (engine.layers.pooling_cpu), or None (patches)."""
+        """'kernel' (the GPU's fused kernels), 'compiled' (the CPU's, engine.layers.max_pool, float32),
+        'cpu' (engine.layers.pooling_cpu), or None (patches)."""
         if kernels.enabled(x) and x.dtype == self.dtype:
             self.index = self.workspace.get("index", (*x.shape[:2], *self.pooled), np.int32, self.xp)
             return "kernel"
+        compiled = self.xp is np and x.dtype == np.float32 and x.flags.c_contiguous and max_pool.available()
+        if compiled:
+            self.index = self.workspace.get("index", (*x.shape[:2], *self.pooled), np.int32, np)
+            return "compiled"
         return "cpu" if self.xp is np else None
+
+    def geometry(self) -> Any:
+        """The compiled kernels' geometry of this layer's windows (engine.layers.max_pool)."""
+        return max_pool.geometry(self.size, self.pooled, self.kernel, self.stride, self.pad)
 
     def mask(self) -> Any:
         """Caffe's MAX mask: the flat index h W + w of each chosen element, -1 where none was."""

@@ -11,16 +11,19 @@ import sys
 
 import pytest
 
-from engine.layers import channel_norm, conv_direct
+from engine.layers import channel_norm, conv_direct, max_pool
 
 SETS = ("avx512", "avx2", "baseline")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the compiler check is for Linux")
 @pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler on the PATH")
-@pytest.mark.parametrize("library, module", [(conv_direct, "_direct_conv"), (channel_norm, "_channel_norm")])
+@pytest.mark.parametrize(
+    "library, module",
+    [(conv_direct, "_direct_conv"), (channel_norm, "_channel_norm"), (max_pool, "_max_pool")],
+)
 def test_the_install_built_the_kernels_where_a_compiler_is_found(monkeypatch, library, module):
-    monkeypatch.delenv("BARISTA_DIRECT_CONV", raising=False)
-    monkeypatch.delenv("BARISTA_CHANNEL_NORM", raising=False)
+    for knob in ("BARISTA_DIRECT_CONV", "BARISTA_CHANNEL_NORM", "BARISTA_MAX_POOL"):
+        monkeypatch.delenv(knob, raising=False)
     assert library._load() is not None, f"a C compiler is here, but engine.{module} was not built"
     assert library.kernel_name() in SETS
