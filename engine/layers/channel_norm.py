@@ -1,12 +1,13 @@
-"""BatchNorm's passes on the CPU in float32, with a Scale after it folded in: the compiled kernels of
-engine/native/channel_norm.c.
+"""BatchNorm's passes on the CPU in float32, with a Scale (and a ReLU) after it folded in: the
+compiled kernels of engine/native/channel_norm.c.
 
 numpy runs BatchNorm as seven passes over the blob (mean, centre, variance, divide, copy; the sums
 of the backward, the products, the subtractions) and the Scale after it as three more, each a trip
 to memory where the blob is larger than the caches. The kernels take one channel at a time: its
 values are read from memory once, and the passes after the first find them in the core's cache.
 At batch 8 (2 threads, 2-core Zen 5; BatchNorm + Scale, forward / backward, ms): 112 x 112 x 64:
-1.8 / 2.1 against numpy's 6.4 / 6.4; 56 x 56 x 64: 0.25 / 0.3 against 1.1 / 1.5.
+1.8 / 2.1 against numpy's 6.4 / 6.4; 56 x 56 x 64: 0.25 / 0.3 against 1.1 / 1.5. A ReLU after the
+Scale costs a comparison in the forward's last pass, and in the backward a read of its output.
 
 Threads take ranges of channels; no sum crosses a channel, so the thread count changes no result.
 The sums run in float32 in another order than numpy's, so the two agree to float32 rounding, which

@@ -10,7 +10,9 @@ ran at 100-220 and torch's oneDNN at 380-460).
   than threads); a grouped convolution one group after another;
 * data gradient, stride 1: a forward convolution of dy, padded by dilation (k - 1) - pad, with the
   weights turned round and their in/out channels swapped (the kernels skip kernel rows that read
-  only the padding); other strides: the GEMM path's scatter;
+  only the padding); other strides (dilation 1): one such convolution per phase of the input,
+  writing every s-th row and column of dx (engine.layers.conv_phases); dilated and strided: the
+  GEMM path's scatter;
 * weight gradient: a tile of output channels (dy broadcast) by two vectors of a kernel row's run of
   (column, channel) values, each thread summing its images into its own partial (a fixed order for
   a thread count), added into dW at the end, and db from dy while it is packed. First layers, whose
