@@ -19,7 +19,7 @@ setup(
         Extension(
             f"engine._{name}",
             sources=[f"engine/native/{name}.c"],
-            depends=[f"engine/native/{name}_kernels.h"],
+            depends=[f"engine/native/{name}_kernels.h", "engine/native/kernel_sets.h"],
             extra_compile_args=flags,
             optional=True,
         )

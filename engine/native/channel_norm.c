@@ -28,38 +28,14 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernel_sets.h"
+
 typedef int64_t idx;
 
 enum { ABI = 2 };
 
-#define CAT(a, b) a##_##b
-#define JOIN(a, b) CAT(a, b)
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define NAME(f) JOIN(avx512, f)
-#define TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
-#define VL 16
-#include "channel_norm_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
-
-#define NAME(f) JOIN(avx2, f)
-#define TARGET __attribute__((target("avx2,fma")))
-#define VL 8
-#include "channel_norm_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
-#endif
-
-#define NAME(f) JOIN(base, f)
-#define TARGET
-#define VL 4
-#include "channel_norm_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
+#define KERNELS "channel_norm_kernels.h"
+#include "each_set.h"
 
 typedef void (*forward_fn)(const float *, float *, float *, idx, idx, idx, idx, idx, int, float, float *,
                            float *, float *, const float *, const float *, int);
@@ -73,54 +49,19 @@ typedef struct {
 } kernel_set;
 
 static const kernel_set base_set = {"baseline", base_forward, base_backward};
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if X86_SETS
 static const kernel_set avx512_set = {"avx512", avx512_forward, avx512_backward};
 static const kernel_set avx2_set = {"avx2", avx2_forward, avx2_backward};
 #endif
 
-/* The kernel sets this CPU runs, best first (the baseline always). */
-static int supported(const kernel_set **sets)
-{
-    int count = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-        sets[count++] = &avx512_set;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        sets[count++] = &avx2_set;
-#endif
-    sets[count++] = &base_set;
-    return count;
-}
-
-static const kernel_set *active;
-
-static const kernel_set *kernels(void)
-{
-    if (!active) {
-        const kernel_set *sets[3];
-        supported(sets);
-        active = sets[0];
-    }
-    return active;
-}
+KERNEL_CHOICE(kernel_set)
 
 idx cn_abi(void) { return ABI; }
 
 const char *cn_kernel_name(void) { return kernels()->name; }
 
 /* Run the kernel set of that name from now on (the tests run each one); 0 if this CPU cannot. */
-int cn_select(const char *name)
-{
-    const kernel_set *sets[3];
-    const int count = supported(sets);
-    for (int i = 0; i < count; i++)
-        if (strcmp(sets[i]->name, name) == 0) {
-            active = sets[i];
-            return 1;
-        }
-    return 0;
-}
+int cn_select(const char *name) { return select_set(name); }
 
 /* Channels [c0, c1) of x (n, c, s): mean[] and var[] (the biased variance) from the batch where
  * `batch`, else read from them; std[] = sqrt(var + eps); x_norm = (x - mean) / std; y = x_norm *

@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernel_sets.h"
+
 typedef int64_t idx;
 
 typedef struct {
@@ -191,40 +193,8 @@ static void pack_plain(const float *x, float *out, const geometry *g, idx width)
 /* The scratch pointer rounded up to a cache line (dc_scratch_floats leaves room for it). */
 static float *aligned(float *scratch) { return (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63); }
 
-#define CAT(a, b) a##_##b
-#define JOIN(a, b) CAT(a, b)
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define NAME(f) JOIN(avx512, f)
-#define TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
-#define VL 16
-#define PB 12
-#include "direct_conv_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
-#undef PB
-
-#define NAME(f) JOIN(avx2, f)
-#define TARGET __attribute__((target("avx2,fma")))
-#define VL 8
-#define PB 6
-#include "direct_conv_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
-#undef PB
-#endif
-
-#define NAME(f) JOIN(base, f)
-#define TARGET
-#define VL 4
-#define PB 6
-#include "direct_conv_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
-#undef PB
+#define KERNELS "direct_conv_kernels.h"
+#include "each_set.h"
 
 typedef void (*forward_fn)(const float *, const float *, const float *, float *, const geometry *, idx, idx,
                            idx, float *);
@@ -241,38 +211,13 @@ typedef struct {
 } kernel_set;
 
 static const kernel_set base_set = {"baseline", 4, base_forward, base_weight_gradient, base_weight_gradient_rows};
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if X86_SETS
 static const kernel_set avx512_set = {"avx512", 16, avx512_forward, avx512_weight_gradient,
                                       avx512_weight_gradient_rows};
 static const kernel_set avx2_set = {"avx2", 8, avx2_forward, avx2_weight_gradient, avx2_weight_gradient_rows};
 #endif
 
-/* The kernel sets this CPU runs, best first (the baseline always). */
-static int supported(const kernel_set **sets)
-{
-    int count = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-        sets[count++] = &avx512_set;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        sets[count++] = &avx2_set;
-#endif
-    sets[count++] = &base_set;
-    return count;
-}
-
-static const kernel_set *active;
-
-static const kernel_set *kernels(void)
-{
-    if (!active) {
-        const kernel_set *sets[3];
-        supported(sets);
-        active = sets[0];
-    }
-    return active;
-}
+KERNEL_CHOICE(kernel_set)
 
 /* Output channels per forward tile of the kernel set in use: 2 vectors (OT in the kernels). */
 static idx tile_channels(void) { return 2 * kernels()->lanes; }
@@ -285,17 +230,7 @@ idx dc_abi(void) { return 7; }
 const char *dc_kernel_name(void) { return kernels()->name; }
 
 /* Use the kernel set of that name from now on (tests run each one); 0 if this CPU cannot run it. */
-int dc_select(const char *name)
-{
-    const kernel_set *sets[3];
-    const int count = supported(sets);
-    for (int k = 0; k < count; k++)
-        if (strcmp(sets[k]->name, name) == 0) {
-            active = sets[k];
-            return 1;
-        }
-    return 0;
-}
+int dc_select(const char *name) { return select_set(name); }
 
 idx dc_tile_channels(void) { return tile_channels(); }
 

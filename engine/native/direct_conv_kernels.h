@@ -1,6 +1,13 @@
-/* One instruction set's direct-convolution kernels: included by direct_conv.c once per set, with
- * NAME(f) (the set's function names), TARGET (its target attribute), VL (floats per vector) and
- * PB (positions, or input values, per register tile) defined. A tile holds PB x 2 vectors of sums. */
+/* One instruction set's direct-convolution kernels: included by direct_conv.c once per set
+ * (each_set.h), with NAME(f) (the set's function names), TARGET (its target attribute) and VL (floats
+ * per vector) defined. PB: positions, or input values, per register tile; a tile holds PB x 2
+ * vectors of sums (12 x 2 of AVX-512's 32 registers, 6 x 2 of AVX2's 16). */
+
+#if VL == 16
+#define PB 12
+#else
+#define PB 6
+#endif
 
 typedef float NAME(vec) __attribute__((vector_size(VL * 4), aligned(4)));
 #define VEC NAME(vec)
@@ -200,3 +207,4 @@ TARGET static void NAME(weight_gradient_rows)(const float *x, const float *dy, f
 
 #undef VEC
 #undef OT
+#undef PB

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernel_sets.h"
+
 typedef int64_t idx;
 
 enum { ABI = 1 };
@@ -49,34 +51,8 @@ static inline void window_max(const float *row, idx start, idx stop, float *best
     *at = a;
 }
 
-#define CAT(a, b) a##_##b
-#define JOIN(a, b) CAT(a, b)
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define NAME(f) JOIN(avx512, f)
-#define TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx2,fma")))
-#define VL 16
-#include "max_pool_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
-
-#define NAME(f) JOIN(avx2, f)
-#define TARGET __attribute__((target("avx2,fma")))
-#define VL 8
-#include "max_pool_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
-#endif
-
-#define NAME(f) JOIN(base, f)
-#define TARGET
-#define VL 4
-#include "max_pool_kernels.h"
-#undef NAME
-#undef TARGET
-#undef VL
+#define KERNELS "max_pool_kernels.h"
+#include "each_set.h"
 
 typedef void (*forward_fn)(const float *, float *, int32_t *, const pool_geometry *, idx, idx, float *);
 
@@ -87,55 +63,19 @@ typedef struct {
 } kernel_set;
 
 static const kernel_set base_set = {"baseline", 4, base_forward};
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if X86_SETS
 static const kernel_set avx512_set = {"avx512", 16, avx512_forward};
 static const kernel_set avx2_set = {"avx2", 8, avx2_forward};
 #endif
 
-/* The kernel sets this CPU runs, best first (the baseline always). */
-static int supported(const kernel_set **sets)
-{
-    int count = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw"))
-        sets[count++] = &avx512_set;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        sets[count++] = &avx2_set;
-#endif
-    sets[count++] = &base_set;
-    return count;
-}
-
-static const kernel_set *active;
-
-static const kernel_set *kernels(void)
-{
-    if (!active) {
-        const kernel_set *sets[3];
-        supported(sets);
-        active = sets[0];
-    }
-    return active;
-}
+KERNEL_CHOICE(kernel_set)
 
 idx mp_abi(void) { return ABI; }
 
 const char *mp_kernel_name(void) { return kernels()->name; }
 
 /* Run the kernel set of that name from now on (the tests run each one); 0 if this CPU cannot. */
-int mp_select(const char *name)
-{
-    const kernel_set *sets[3];
-    const int count = supported(sets);
-    for (int i = 0; i < count; i++)
-        if (strcmp(sets[i]->name, name) == 0) {
-            active = sets[i];
-            return 1;
-        }
-    return 0;
-}
+int mp_select(const char *name) { return select_set(name); }
 
 /* Floats of one thread's scratch: the row maxima and their columns (H x PW each), and one row's
  * window maxima and columns (W and a vector's slack each). */
@@ -153,11 +93,10 @@ void mp_forward(const float *x, float *y, int32_t *index, const idx *geometry_va
     const pool_geometry g = read_geometry(geometry_values);
     /* Output rows narrower than a vector would go value by value: a narrower set the CPU runs takes
      * them (LeNet's 12 columns: AVX2's 8 lanes, 4x faster than AVX-512's scalar rows). */
-    const kernel_set *sets[3], *set = kernels();
-    const int count = supported(sets);
-    for (int i = 0; i < count; i++)
-        if (sets[i]->lanes < set->lanes && set->lanes > g.pw)
-            set = sets[i];
+    const kernel_set *set = kernels();
+    for (int i = 0; i < SET_COUNT; i++)
+        if (all_sets[i]->lanes < set->lanes && set->lanes > g.pw && cpu_runs(all_sets[i]->name))
+            set = all_sets[i];
     set->forward(x, y, index, &g, p0, p1, scratch);
 }
 

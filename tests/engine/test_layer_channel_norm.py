@@ -6,38 +6,23 @@ and arrays they cannot take are left untouched."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-from engine import parallel
 from engine.layers import channel_norm
+from tests.engine.kernel_sets import kernel_set_fixture
 
 pytestmark = pytest.mark.skipif(
     not channel_norm.available(), reason="the kernels are not built (no C compiler at install)"
 )
 
-SETS = ["avx512", "avx2", "baseline"]
 # (N, C, S): S past whole pairs of vectors (37 = 32 + 5), a single value a row, exact vectors,
 # ResNet's 7 x 7 maps, and one image of one channel.
 SHAPES = [(2, 3, 37), (3, 5, 1), (2, 4, 64), (4, 9, 49), (1, 1, 20)]
 EPS = 1e-5
 
 
-@pytest.fixture(params=SETS)
-def kernel_set(request):
-    if not channel_norm.select(request.param):
-        pytest.skip(f"this CPU does not run the {request.param} kernels")
-    yield request.param
-    channel_norm.select(SETS[0]) or channel_norm.select(SETS[1]) or channel_norm.select(SETS[2])
-
-
-@pytest.fixture(params=[1, 3])
-def threads(request, monkeypatch):
-    monkeypatch.setattr(parallel, "_pool", parallel.Pool(request.param))
-    monkeypatch.setattr(parallel, "_pid", os.getpid())
-    return request.param
+kernel_set = kernel_set_fixture(channel_norm)
 
 
 def data(shape, seed=0):

@@ -5,22 +5,19 @@ channels, positions, input channels); and where it does not apply, the other pat
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-from engine import parallel
 from engine.layers import conv_cpu, conv_direct
 from engine.layers.conv_shape import ConvShape
 from engine.testing import blobs, make_layer, random_blob
+from tests.engine.kernel_sets import kernel_set_fixture
 from tests.engine.test_layer_conv_cpu import GEOMETRIES, conv_text, passes
 
 pytestmark = pytest.mark.skipif(
     not conv_direct.available(), reason="the direct kernels are not built (no C compiler at install)"
 )
 
-SETS = ["avx512", "avx2", "baseline"]
 
 # Sizes that leave a partial tile everywhere: 50 outputs (tiles of 8, 16, 32), 7 x 9 positions
 # (tiles of 6 or 12), 20 input channels (weight-gradient tiles of 6 or 12); one image per thread or
@@ -58,19 +55,7 @@ DIRECT_GEOMETRIES = GEOMETRIES + [
 ]
 
 
-@pytest.fixture(params=SETS)
-def kernel_set(request):
-    if not conv_direct.select(request.param):
-        pytest.skip(f"this CPU does not run the {request.param} kernels")
-    yield request.param
-    conv_direct.select(SETS[0]) or conv_direct.select(SETS[1]) or conv_direct.select(SETS[2])
-
-
-@pytest.fixture(params=[1, 3])
-def threads(request, monkeypatch):
-    monkeypatch.setattr(parallel, "_pool", parallel.Pool(request.param))
-    monkeypatch.setattr(parallel, "_pid", os.getpid())
-    return request.param
+kernel_set = kernel_set_fixture(conv_direct)
 
 
 def within_float32(fast: list[np.ndarray], reference: list[np.ndarray]) -> None:

@@ -7,8 +7,6 @@ left untouched."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -16,13 +14,13 @@ from engine import parallel
 from engine.layers import max_pool
 from engine.layers.pooling import PoolingLayer
 from engine.testing import blobs, make_layer, random_blob
+from tests.engine.kernel_sets import kernel_set_fixture
 from tests.engine.test_layer_pooling_cpu import GEOMETRIES, caffe_loops
 
 pytestmark = pytest.mark.skipif(
     not max_pool.available(), reason="the kernels are not built (no C compiler at install)"
 )
 
-SETS = ["avx512", "avx2", "baseline"]
 # Rows of 40 and 70: whole vectors of full windows (16 lanes) with a tail, at strides 1, 2 and 3.
 WIDE = [
     ("kernel_size: 3 stride: 1", (2, 3, 5, 40)),
@@ -35,20 +33,12 @@ WIDE = [
 ]
 
 
-@pytest.fixture(params=SETS)
-def kernel_set(request):
-    if not max_pool.select(request.param):
-        pytest.skip(f"this CPU does not run the {request.param} kernels")
-    yield request.param
-    max_pool.select(SETS[0]) or max_pool.select(SETS[1]) or max_pool.select(SETS[2])
+kernel_set = kernel_set_fixture(max_pool)
 
 
-@pytest.fixture(params=[1, 3])
-def threads(request, monkeypatch):
-    monkeypatch.setattr(parallel, "_pool", parallel.Pool(request.param))
-    monkeypatch.setattr(parallel, "_pid", os.getpid())
-    monkeypatch.setattr(parallel, "MIN_SLICE", 1)  # every plane a slice
-    return request.param
+@pytest.fixture
+def every_plane_a_slice(monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1)
 
 
 def passes(text: str, values: np.ndarray, path: str | None) -> list[np.ndarray]:
@@ -65,7 +55,7 @@ def passes(text: str, values: np.ndarray, path: str | None) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("text, shape", GEOMETRIES + WIDE)
-def test_compiled_max_equals_reference(monkeypatch, kernel_set, threads, text, shape):
+def test_compiled_max_equals_reference(monkeypatch, kernel_set, threads, every_plane_a_slice, text, shape):
     rng = np.random.default_rng(0)
     values = rng.integers(-2, 3, size=shape).astype(np.float32)  # many ties
     values[0, 0, 0, :2] = np.nan
