@@ -118,7 +118,7 @@ class BatchNormLayer(Layer):
         (then max(y, 0) where ``relu``) in the same pass where ``scale`` (C,) is given (the Scale and
         ReLU after this layer, engine.fusion); False, with nothing done, where they cannot run it
         (cupy, float64, a blob of no values)."""
-        if bottom[0].count() == 0 or not channel_norm.available():
+        if bottom[0].count() == 0 or self.xp is not np or not channel_norm.available():
             return False
         x = self._view(bottom[0], bottom[0].data)
         batch = not self.use_global_stats
@@ -185,7 +185,7 @@ class BatchNormLayer(Layer):
         ``scale`` (C,) is given (engine.fusion: its d_scale and d_bias, where given, take their
         sums too), and of the ReLU after that where ``relu`` (the top's data its output); False,
         with nothing done, where they cannot run it."""
-        if bottom[0].count() == 0 or not channel_norm.available() or self.x_norm is None:
+        if bottom[0].count() == 0 or self.xp is not np or not channel_norm.available() or self.x_norm is None:
             return False
         dy = self._view(top[0], top[0].diff)
         dx = self._view(bottom[0], bottom[0].diff)
