@@ -27,6 +27,7 @@ def net_text(
     scale_extra="",
     between="",
     relu="",
+    bias="true",
 ):
     """Input -> conv -> BatchNorm -> Scale (bias) -> ReLU -> InnerProduct -> SoftmaxWithLoss."""
     return f"""
@@ -38,7 +39,7 @@ layer {{ name: "conv" type: "Convolution" bottom: "data" top: "conv"
 layer {{ name: "bn" type: "BatchNorm" bottom: "conv" top: "{bn_top}" {bn_params} }}
 {between}
 layer {{ name: "scale" type: "Scale" bottom: "{scale_bottom}" top: "{scale_top}" {scale_params}
-        scale_param {{ bias_term: true filler {{ type: "uniform" min: 0.5 max: 2 }}
+        scale_param {{ bias_term: {bias} filler {{ type: "uniform" min: 0.5 max: 2 }}
                       bias_filler {{ type: "uniform" min: -1 max: 1 }} }} {scale_extra} }}
 layer {{ name: "relu" type: "ReLU" bottom: "{scale_top}" top: "{scale_top}" {relu} }}
 layer {{ name: "ip" type: "InnerProduct" bottom: "{scale_top}" top: "ip"
@@ -122,6 +123,16 @@ def test_a_scale_that_learns_nothing_gets_no_gradient():
     scale = fused.layer_by_name("scale")
     assert not scale.blobs[0].diff.any() and not scale.blobs[1].diff.any()
     assert fused.layer_by_name("conv").blobs[0].diff.any()
+
+
+def test_a_scale_without_bias_or_with_a_frozen_bias():
+    for fields in ({"bias": "false"}, {"scale_params": "param { lr_mult: 1 } param { lr_mult: 0 }"}):
+        fused, alone = nets(net_text(**fields))
+        assert list(fused.fused) == [2]
+        train_both(fused, alone)
+        assert_same(fused, alone)
+        scale = fused.layer_by_name("scale")
+        assert scale.blobs[0].diff.any() and (len(scale.blobs) == 1 or not scale.blobs[1].diff.any())
 
 
 def test_float64_and_the_test_phase_run_the_layers_one_by_one():
