@@ -47,19 +47,19 @@ static const void *choose_set(const void *const *sets, int count, const char *na
 #else
 #define X86_SET_LIST
 #endif
-#define KERNEL_CHOICE(TYPE)                                                                                  \
-    static const TYPE *const all_sets[] = {X86_SET_LIST & base_set};                                        \
-    enum { SET_COUNT = sizeof all_sets / sizeof *all_sets };                                                 \
-    static const TYPE *active;                                                                               \
-    static const TYPE *kernels(void)                                                                         \
-    {                                                                                                        \
-        if (!active)                                                                                         \
-            active = choose_set((const void *const *)all_sets, SET_COUNT, NULL);                             \
-        return active;                                                                                       \
-    }                                                                                                        \
-    static int select_set(const char *name)                                                                  \
-    {                                                                                                        \
-        const TYPE *chosen = choose_set((const void *const *)all_sets, SET_COUNT, name);                     \
-        active = chosen ? chosen : active;                                                                   \
-        return chosen != NULL;                                                                               \
+#define KERNEL_CHOICE(TYPE)                                                          \
+    static const TYPE *const all_sets[] = {X86_SET_LIST &base_set};                 \
+    enum { SET_COUNT = sizeof all_sets / sizeof *all_sets };                         \
+    static const TYPE *active;                                                       \
+    static const TYPE *kernels(void)                                                 \
+    {                                                                                \
+        if (!active)                                                                 \
+            active = choose_set((const void *const *)all_sets, SET_COUNT, NULL);     \
+        return active;                                                               \
+    }                                                                                \
+    static int select_set(const char *name)                                          \
+    {                                                                                \
+        const TYPE *chosen = choose_set((const void *const *)all_sets, SET_COUNT, name); \
+        active = chosen ? chosen : active;                                           \
+        return chosen != NULL;                                                       \
     }
