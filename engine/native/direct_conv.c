@@ -8,7 +8,7 @@
  *   vectors of weights at a time; kernel rows that read only zero padding are skipped;
  * - the stride-1 data gradient: that forward, on dy, with the flipped weights (the caller packs them
  *   so, and pads dy by dilation (k - 1) - pad);
- * - the weight gradient: a tile of PB output channels (dy broadcast) by 2 vectors of a kernel row's
+ * - the weight gradient: a tile of PG output channels (dy broadcast) by 2 vectors of a kernel row's
  *   run, summed over positions into a row per output channel; for first layers, whose runs of few
  *   channels would fill few lanes, vectors along the output rows instead (weight_gradient_rows).
  * A group of a grouped convolution is a convolution of a slice of each image's channels: the
@@ -238,7 +238,7 @@ idx dc_tile_channels(void) { return tile_channels(); }
 idx dc_scratch_floats(const idx *geometry_values, int weight_gradient)
 {
     const geometry g = read_geometry(geometry_values);
-    const idx o_pad = g.o + 16; /* at least the weight gradient's: O rounded up to PB (at most 16) */
+    const idx o_pad = g.o + 16; /* at least the weight gradient's: O rounded up to PG (at most 16) */
     const idx group = group_images(&g), positions = group * g.oh * g.ow;
     idx floats = group * image_floats(&g);
     if (weight_gradient)
@@ -284,7 +284,7 @@ void dc_forward(const float *x, const float *w, const float *bias, float *y, con
 
 /* dw (dc_gradient_floats, in its layout) += the weight gradient of images x (C, H, W) and dy (O, OH,
  * OW), and db (O, when given) += dy's sums over images and positions: of output channels [first, stop)
- * (first a multiple of the set's PB). */
+ * (first a multiple of the set's PG). */
 void dc_weight_gradient(const float *x, const float *dy, float *dw, float *db, const idx *geometry_values,
                         idx images, idx first, idx stop, float *scratch)
 {
