@@ -70,6 +70,7 @@ def every_weight_gradient(request, monkeypatch):
     stride along the rows is 1 and the kernel at most 5 wide; elsewhere the GEMM path)."""
     monkeypatch.setattr(conv_direct, "MIN_GRADIENT_FILL", 0.0 if request.param == "tiles" else 2.0)
     monkeypatch.setattr(conv_direct, "MAX_WEIGHT_SHARE", float("inf"))
+    monkeypatch.setattr(conv_direct, "MIN_GRADIENT_LANES", 0)  # every kernel set's
 
 
 @pytest.mark.parametrize("kind, fields, shape", DIRECT_GEOMETRIES)
@@ -106,7 +107,9 @@ def direct_passes(monkeypatch, fields: dict, shape: tuple, dtype=np.float32) -> 
 
 def test_float32_layers_take_the_direct_path(monkeypatch):
     """A float32 convolution runs all three passes direct (stride 1, runs of 3 x 32 channels that fill
-    whole tiles, a weight no larger than the output); the rest takes the GEMM path."""
+    whole tiles, a weight no larger than the output); the rest takes the GEMM path. (The rules of
+    shape, with any kernel set: the one of vector width is the next test's.)"""
+    monkeypatch.setattr(conv_direct, "MIN_GRADIENT_LANES", 0)
     same = {"num_output": 8, "kernel_size": 3, "pad": 1}
     all_three = {"forward": 1, "data_gradient": 1, "weight_gradient": 1, "weight_gradient_by_rows": 0}
     assert direct_passes(monkeypatch, same, (2, 32, 12, 12)) == all_three
@@ -127,6 +130,17 @@ def test_float32_layers_take_the_direct_path(monkeypatch):
     lenet = direct_passes(monkeypatch, {"num_output": 50, "kernel_size": 5}, (4, 20, 12, 12))
     assert lenet["data_gradient"] == 1
     assert direct_passes(monkeypatch, same, (2, 32, 12, 12), np.float64) == dict.fromkeys(all_three, 0)
+
+
+def test_the_weight_gradient_runs_direct_with_avx512_vectors_only(monkeypatch, kernel_set):
+    """Narrower vectors (AVX2's 8 floats, the baseline's 4) leave the weight gradient, which is bound
+    by the FMAs, to the GEMM path; the forward and data gradient run direct with any set."""
+    same = {"num_output": 8, "kernel_size": 3, "pad": 1}
+    wide = kernel_set == "avx512"
+    counts = direct_passes(monkeypatch, same, (2, 32, 12, 12))
+    assert counts == {"forward": 1, "data_gradient": 1, "weight_gradient": wide, "weight_gradient_by_rows": 0}
+    first = direct_passes(monkeypatch, same | {"kernel_size": 5}, (2, 3, 12, 12))
+    assert first["weight_gradient_by_rows"] == int(wide)
 
 
 def test_groups_of_few_outputs_keep_the_gemm_path():
