@@ -39,3 +39,15 @@ def load(
     except (OSError, AttributeError):
         return None
     return lib
+
+
+def kernel_name(lib: Any, function: str) -> str:
+    """The instruction set ``lib`` runs its kernels with ("avx512", "avx2", "baseline"), as its
+    ``function`` says; "" where it is not loaded."""
+    return getattr(lib, function)().decode() if lib is not None else ""
+
+
+def select(lib: Any, function: str, name: str) -> bool:
+    """Have ``lib`` run the kernels of that instruction set from now on (its ``function``, e.g.
+    "dc_select"); False where it is not loaded or this CPU cannot run them (tests)."""
+    return lib is not None and bool(getattr(lib, function)(name.encode()))

@@ -51,12 +51,12 @@ def available() -> bool:
 
 def kernel_name() -> str:
     """The instruction set the kernels run with ("avx512", "avx2", "baseline"), or "" when not built."""
-    return _lib.cn_kernel_name().decode() if _lib is not None else ""
+    return compiled.kernel_name(_lib, "cn_kernel_name")
 
 
 def select(name: str) -> bool:
     """Run the kernels of that instruction set from now on; False if this CPU cannot (tests)."""
-    return _lib is not None and bool(_lib.cn_select(name.encode()))
+    return compiled.select(_lib, "cn_select", name)
 
 
 def _takes(blobs: list[Any], channels: list[Any], shape: tuple[int, ...]) -> bool:

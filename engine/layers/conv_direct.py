@@ -89,12 +89,12 @@ def available() -> bool:
 
 def kernel_name() -> str:
     """The instruction set the kernels run with ("avx512", "avx2", "baseline"), or "" when not built."""
-    return _lib.dc_kernel_name().decode() if _lib is not None else ""
+    return compiled.kernel_name(_lib, "dc_kernel_name")
 
 
 def select(name: str) -> bool:
     """Run the kernels of that instruction set from now on; False if this CPU cannot (tests)."""
-    return _lib is not None and bool(_lib.dc_select(name.encode()))
+    return compiled.select(_lib, "dc_select", name)
 
 
 def applies(group: int, num_output: int, kernel: tuple[int, ...]) -> bool:

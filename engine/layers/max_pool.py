@@ -47,12 +47,12 @@ def available() -> bool:
 
 def kernel_name() -> str:
     """The instruction set the kernels run with ("avx512", "avx2", "baseline"), or "" when not built."""
-    return _lib.mp_kernel_name().decode() if _lib is not None else ""
+    return compiled.kernel_name(_lib, "mp_kernel_name")
 
 
 def select(name: str) -> bool:
     """Run the kernels of that instruction set from now on; False if this CPU cannot (tests)."""
-    return _lib is not None and bool(_lib.mp_select(name.encode()))
+    return compiled.select(_lib, "mp_select", name)
 
 
 def geometry(size: Any, pooled: Any, kernel: Any, stride: Any, pad: Any) -> Any:

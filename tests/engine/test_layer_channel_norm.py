@@ -156,18 +156,3 @@ def test_arrays_it_cannot_take_are_left_untouched():
     assert not channel_norm.backward(x, x_norm, dx, True, np.ones(2, np.float32), None, None, None)
     assert not channel_norm.backward(x, x_norm.astype(np.float64), dx, True, stats[2], None, None, None)
     assert not dx.any()
-
-
-def test_an_unknown_kernel_set_is_refused():
-    before = channel_norm.kernel_name()
-    assert not channel_norm.select("sse9")
-    assert channel_norm.kernel_name() == before
-
-
-def test_a_stale_or_disabled_build_is_not_used(monkeypatch):
-    monkeypatch.setattr(channel_norm, "ABI", channel_norm.ABI + 1)
-    assert channel_norm._load() is None
-    monkeypatch.setattr(channel_norm, "ABI", channel_norm.ABI - 1)
-    assert channel_norm._load() is not None
-    monkeypatch.setenv("BARISTA_CHANNEL_NORM", "0")
-    assert channel_norm._load() is None

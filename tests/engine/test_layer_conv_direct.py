@@ -175,18 +175,3 @@ def test_arrays_the_kernels_cannot_take_are_left_to_the_caller():
     assert not strided.data_gradient(np.ones((2, 6, 3, 3), np.float32), w, dx) and not dx.any()
     dilated = conv_direct.DirectConv(ConvShape(4, 6, 1, (3, 3), (2, 2), (2, 2), (2, 2), (5, 5), (3, 3)))
     assert not dilated.data_gradient(np.ones((2, 6, 3, 3), np.float32), w, np.zeros((2, 4, 5, 5), np.float32))
-
-
-def test_an_unknown_kernel_set_is_refused():
-    before = conv_direct.kernel_name()
-    assert not conv_direct.select("sse9")
-    assert conv_direct.kernel_name() == before
-
-
-def test_a_stale_or_disabled_build_is_not_used(monkeypatch):
-    monkeypatch.setattr(conv_direct, "ABI", conv_direct.ABI + 1)
-    assert conv_direct._load() is None
-    monkeypatch.setattr(conv_direct, "ABI", conv_direct.ABI - 1)
-    assert conv_direct._load() is not None
-    monkeypatch.setenv("BARISTA_DIRECT_CONV", "0")
-    assert conv_direct._load() is None

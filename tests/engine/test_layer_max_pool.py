@@ -121,18 +121,3 @@ def test_float64_keeps_the_numpy_path():
     layer.setup(bottom, top)
     layer.forward(bottom, top)
     assert layer.fast == "cpu"
-
-
-def test_an_unknown_kernel_set_is_refused():
-    before = max_pool.kernel_name()
-    assert not max_pool.select("sse9")
-    assert max_pool.kernel_name() == before
-
-
-def test_a_stale_or_disabled_build_is_not_used(monkeypatch):
-    monkeypatch.setattr(max_pool, "ABI", max_pool.ABI + 1)
-    assert max_pool._load() is None
-    monkeypatch.setattr(max_pool, "ABI", max_pool.ABI - 1)
-    assert max_pool._load() is not None
-    monkeypatch.setenv("BARISTA_MAX_POOL", "0")
-    assert max_pool._load() is None
