@@ -11,13 +11,16 @@ last layer's output after the group's forward and BatchNorm's dE/dx after its ba
 run one by one; the Scale's input (BatchNorm's x_norm, which BatchNorm keeps anyway) is lent to the
 Scale, whose gradient needs it. The net runs a group as one only when it runs all its layers
 (forward_to the BatchNorm runs the BatchNorm alone), without debug_info (which prints each layer's
-blobs), and where no top has a loss weight. Where the kernels cannot take the arrays (cupy,
-float64) the layers run one by one.
+blobs), and where no top has a loss weight. A net on the GPU has no groups; where the kernels
+cannot take the arrays (float64) the layers run one by one.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 from engine.blob import Blob
 from engine.layers import channel_norm
@@ -69,11 +72,12 @@ class BatchNormScale:
 
 
 def groups(
-    layers: list[Layer], bottoms: list[list[Blob]], tops: list[list[Blob]]
+    layers: list[Layer], bottoms: list[list[Blob]], tops: list[list[Blob]], xp: ModuleType
 ) -> dict[int, BatchNormScale]:
-    """The groups a net can run as one, by their BatchNorm's index (see the module's docstring)."""
+    """The groups a net on ``xp`` can run as one, by their BatchNorm's index (see the module's
+    docstring); none on the GPU, where the kernels do not run."""
     found: dict[int, BatchNormScale] = {}
-    if not channel_norm.available():
+    if xp is not np or not channel_norm.available():
         return found
 
     def in_place(i: int, blob: Blob) -> bool:

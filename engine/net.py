@@ -177,7 +177,7 @@ class Net:
         self._blob_index = {name: blob_id for blob_id, name in enumerate(self.blob_names)}
         self._layer_index = {name: layer_id for layer_id, name in enumerate(self.layer_names)}
         self._share_weights()
-        self.fused = fusion.groups(self.layers, self.bottom_vecs, self.top_vecs)
+        self.fused = fusion.groups(self.layers, self.bottom_vecs, self.top_vecs, self.xp)
 
     def _append_top(
         self,
@@ -534,6 +534,7 @@ class Net:
             layer.to(xp)
         self.xp = xp
         self._share_weights()
+        self.fused = fusion.groups(self.layers, self.bottom_vecs, self.top_vecs, xp)
         self.reshape()
 
     # --- debug_info --------------------------------------------------------------------------

@@ -5,10 +5,13 @@ of the group runs, no debug_info)."""
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from google.protobuf import text_format
 
+from engine import fusion
 from engine.layers import channel_norm
 from engine.net import Net
 from proto import caffe_pb2
@@ -221,3 +224,10 @@ def test_layers_without_tops_are_passed_over():
     assert [group.norm.name for group in fused.fused.values()] == ["bn"]
     train_both(fused, alone)
     assert_same(fused, alone)
+
+
+def test_a_net_off_numpy_has_no_groups():
+    """On the GPU the kernels do not run: the net keeps no groups (and tries none each step)."""
+    fused, _ = nets(net_text())
+    assert fusion.groups(fused.layers, fused.bottom_vecs, fused.top_vecs, np) != {}
+    assert fusion.groups(fused.layers, fused.bottom_vecs, fused.top_vecs, types.ModuleType("cupy")) == {}
